@@ -3,7 +3,7 @@ command buffer's rows in order (``apply_commands``), and a batch of commands che
 made buffer rows (``buffer_commands``: anim.playback.batched), and running gaits' new
 targets as columns (``gait_targets``); and the handle calls' commonest rows, each in one
 call: a constructor's single-clip task (``clip_rows``) or gait (``gait_rows``:
-anim.playback.construct) and a change's fade (``fade_rows``: anim.playback.stackrules).
+anim.playback.construct) and a change (``change_rows``: its fade and the stack's slots, anim.playback.stackrules).
 
 Both write what anim.playback.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
@@ -49,7 +49,7 @@ from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, dire
 from scuffle.anim.engine.rules import NEAR_ROWS, cursor_flags_of, gait_clamp, near_scaled
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "gait_rows", "fade_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "gait_rows", "change_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
            "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
@@ -720,17 +720,23 @@ def gait_rows(blocks, out, lay, ats, t_hint, c_hint, clips, times, gait):
 
 
 @_kernel
-def fade_rows(blocks, out, lay, ats, t_hint, speed, duration, incoming):
-    """A change's fade (anim.playback.stackrules ``change``) in one call: a task row taken
-    near row ``t_hint``, of type 9 at rate ``speed``, its fade row taken near the same
-    fraction of the fade table, nothing elapsed of ``duration``, over task row
-    ``incoming``, and its pool flag set: the rows and columns write_task_row and
-    write_fade_row leave, through the compiled writers a prepared change calls. In: the
-    blocks, the pool's flags, ``lay`` and ``ats`` as ``run_rows``. Out: the task row << 32,
-    the fade row << 1, and 1 when the pool's flag was newly set; or -1 with nothing
-    written (a free list empty, the pool's flags short of a row the take can give).
-    Original: 0x00106c80 (the fade's constructor), 0x001054c8 (take a task)."""
+def change_rows(blocks, out, lay, ats, slot, n, speed, duration, tr, aid):
+    """A change's common path (anim.playback.stackrules ``change``: neither early finish
+    can act, the rows fit) in one call: the fade's task row taken near the human's bottom
+    task (store.near_hints), of type 9 at rate ``speed``, its fade row near the same
+    fraction of the fade table, nothing elapsed of ``duration``, over task row ``tr``, its
+    pool flag set; then insert_bottom and push (``tr`` under the ``n`` tasks of human row
+    ``slot``, the fade on top), both placed, and the human's anim id ``aid`` (not written
+    when below -1: the caller's). What write_task_row, write_fade_row and the stack rules
+    write, through the compiled writers a prepared change calls; the held bits stay the
+    caller's. In: the blocks, the pool's flags, ``lay`` and ``ats`` as ``run_rows``. Out:
+    the fade's task row << 32, its fade row << 1, and 1 when the pool's flag was newly
+    set; or -1 with nothing written (a free list empty, the pool's flags short of a row
+    the take can give). Original: 0x00106c80 (the fade), 0x001754e8
+    TaskStack_InsertBottom, 0x001753d8 TaskStack_Push."""
     tasks, _, fades, _ = _rows_of(blocks, lay, ats)
+    h32, h64 = blocks.h32, blocks.h64
+    t_hint = _anchor(h32, lay, slot)
     tn = tasks.n_free[0]
     if tn < 1 or fades.n_free[0] < 1:
         return np.int64(-1)
@@ -745,8 +751,20 @@ def fade_rows(blocks, out, lay, ats, t_hint, speed, duration, incoming):
     frow = take_row(fades.live, fades.free_rows, fades.n_free, fades.at,
                     near_scaled(fr, np.int64(fades.at.shape[0]), np.int64(tasks.at.shape[0])))
     fade_init(fades, tasks, fr, frow, duration)
-    tasks.incoming[fr] = incoming
-    return (np.int64(fr) << 32) | (np.int64(frow) << 1) | _pool_take(out, fr)
+    newly = _pool_take(out, fr)
+    tasks.incoming[fr] = tr
+    o_h_stack = lay[H_STACK]
+    b = slot * lay[_WIDTHS]
+    for i in range(b + n, b, -1):
+        h32[o_h_stack + i] = h32[o_h_stack + i - 1]
+    h32[o_h_stack + b] = tr
+    h32[o_h_stack + b + n + 1] = fr
+    h32[lay[H_DEPTH] + slot] = n + 2
+    tasks.placed[tr] = True
+    tasks.placed[fr] = True
+    if aid >= -1:
+        h64[lay[H_ANIM] + slot] = aid              # the top is the fade: the new task's id
+    return (np.int64(fr) << 32) | (np.int64(frow) << 1) | newly
 
 
 @_kernel

@@ -81,7 +81,7 @@ ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel"
                                                                      ("cmdkernel", "gait_targets"),
                                                                      ("cmdkernel", "clip_rows"),
                                                                      ("cmdkernel", "gait_rows"),
-                                                                     ("cmdkernel", "fade_rows")) + tuple(
+                                                                     ("cmdkernel", "change_rows")) + tuple(
     ("digest", n) for n in DIGEST_KERNELS) + tuple(("snapkernel", n) for n in SNAPSHOT_KERNELS)
 # the compiled functions Python may call that no game calls, so the warm-up leaves them out,
 # as (module of scuffle.anim.engine, name): why

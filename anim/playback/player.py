@@ -240,7 +240,7 @@ class Player:
         self.prepared = RecipeRules(self, self.lookup, self.batch, self.pool, self.stores, opts)
         self.builders.direct = self.prepared.clip_rows    # a single-clip task's rows in one compiled call
         self.builders.direct_gait = self.prepared.gait_rows
-        self.rules.direct_fade = self.prepared.fade_rows  # a change's fade rows likewise
+        self.rules.direct_change = self.prepared.change_rows  # a change's common path likewise
         self.columns = CommandColumns(self.prepared, self)
         _bind_parts(self)
         # the human rows whose top task may have changed in the steps since the last flush

@@ -73,8 +73,8 @@ class RecipeRules:
         self._cmd_views: tuple | None = None
         self._cmd_entry: Any = None
         self._apply_entry: Any = None
-        self._clip_entry: Any = None      # clip_rows' and fade_rows' entry points (the handle calls' rows)
-        self._fade_entry: Any = None
+        self._clip_entry: Any = None      # clip_rows', change_rows' and gait_rows' entry points (the handle calls')
+        self._change_entry: Any = None
         self._gait_entry: Any = None
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
         self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
@@ -574,19 +574,21 @@ class RecipeRules:
             return got
         return call(*args)
 
-    def fade_rows(self, t_hint: int, speed: float, duration: float, incoming: int) -> int:
-        """A change's fade written in one compiled call (anim.engine.cmdkernel.fade_rows:
-        its task row near ``t_hint``, its fade row, their columns, the link to task row
-        ``incoming`` and the pool flag), as ``clip_rows`` writes a constructor's task: the
-        task row << 32 | the fade row << 1 | 1 when the pool's flag was newly set, or -1
-        with nothing written (the Python writers then). Original: 0x00106c80."""
+    def change_rows(self, slot: int, n: int, speed: float, duration: float, tr: int, aid: int) -> int:
+        """A change's common path written in one compiled call (anim.engine.cmdkernel
+        .change_rows: the fade's task and fade rows, their columns and pool flag, the link
+        to task row ``tr``, the two stack slots of human row ``slot`` over its ``n`` tasks,
+        the placed flags and the anim id ``aid`` when >= -1), as ``clip_rows`` writes a
+        clip: the fade's task row << 32 | its fade row << 1 | 1 when the pool's flag was
+        newly set, or -1 with nothing written (the Python writers then).
+        Original: 0x00106c80, 0x001754e8, 0x001753d8."""
         kv = self._kernel_views()
         if kv is None:
             return -1
-        args = (kv[5], kv[3], kv[6], kv[15], t_hint, speed, duration, incoming)
-        call = self._fade_entry
+        args = (kv[5], kv[3], kv[6], kv[15], slot, n, speed, duration, tr, aid)
+        call = self._change_entry
         if call is None:
-            got, self._fade_entry = first_call(CK.fade_rows, args, self.batch.humans.in_use)
+            got, self._change_entry = first_call(CK.change_rows, args, self.batch.humans.in_use)
             return got
         return call(*args)
 

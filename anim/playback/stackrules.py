@@ -51,7 +51,7 @@ _FadeTask = FadeTask
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
-_ROW_MASK = (1 << 31) - 1                    # fade_rows' fade row, below its task row's
+_ROW_MASK = (1 << 31) - 1                    # change_rows' fade row, below its task row's
 _GAIT = int(TaskType.GAIT)
 
 
@@ -79,12 +79,13 @@ class StackRules:
         self.stores = stores
         self.options = options
         self.deferred_rows = deferred_rows
-        # a change's fade rows written by one compiled call (the Player's prepared commands'
-        # ``fade_rows``, set by the Player), None: the Python writers alone
-        self.direct_fade: Callable | None = None
+        # a change's common path (its fade's rows, the two slots, the anim id) written by one
+        # compiled call (the Player's prepared commands' ``change_rows``, set by the Player),
+        # None: the Python writers alone
+        self.direct_change: Callable | None = None
 
     def _fade_bound(self, ts: Table, f: FadeTask, got: int) -> int:
-        """Fade handle ``f`` bound to the rows ``direct_fade`` wrote (``got``: its task row
+        """Fade handle ``f`` bound to the rows ``direct_change`` wrote (``got``: its task row
         << 32 | its fade row << 1 | a pool flag newly set), as write_task_row and
         write_fade_row bind one, its pool flag counted as TaskPool.take_row counts it.
         Returns its task row."""
@@ -370,18 +371,29 @@ class StackRules:
                 # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
-                hint = near_hints(self.stores, inst)[0]
-                direct = self.direct_fade
-                got = -1 if direct is None else direct(hint, speed, fade, tr)
-                if got >= 0:                             # its rows in one compiled call (the same rows)
-                    fr = self._fade_bound(ts, f, got)
-                else:
-                    fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, hint)
-                    fades = f.store = self.stores.fades
-                    r = f.row = write_fade_row(ts, fr, fades, fade)
-                    f.gen = fades.m_gen[r]
-                    pool.take_row(fr)
-                    ts.m_incoming[fr] = tr               # f.incoming = task
+                direct = self.direct_change
+                if direct is not None and s >= 0:
+                    # the fade's rows, the two slots and the anim id in one compiled call (the
+                    # same rows): the held bits below, an anim id it cannot write after
+                    a = task.anim_id()
+                    got = direct(s, n, speed, fade, tr, a if a.__class__ is int and a >= -1 else -2)
+                    if got >= 0:
+                        self._fade_bound(ts, f, got)
+                        bits = ts.m_held[tr]             # the fade holds none
+                        if bits > 0:
+                            hf = h.m_flags
+                            hf[s] = hf[s] | bits
+                        elif bits:
+                            rec.flags |= bits            # the record's own check (a negative word)
+                        if not (a.__class__ is int and a >= -1):
+                            rec.anim_id = a
+                        return f
+                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, near_hints(self.stores, inst)[0])
+                fades = f.store = self.stores.fades
+                r = f.row = write_fade_row(ts, fr, fades, fade)
+                f.gen = fades.m_gen[r]
+                pool.take_row(fr)
+                ts.m_incoming[fr] = tr                   # f.incoming = task
                 ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
                 for i in range(b + n, b, -1):
                     ms[i] = ms[i - 1]

@@ -255,10 +255,10 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
 
 def _python_writers(p: Player) -> Player:
     """``p`` with the handle calls' compiled rows turned off (a constructor's clip or gait,
-    a change's fade): the Python writers alone."""
+    a change): the Python writers alone."""
     p.builders.direct = None
     p.builders.direct_gait = None
-    p.rules.direct_fade = None
+    p.rules.direct_change = None
     return p
 
 
@@ -274,7 +274,7 @@ def _counted(p: Player) -> dict:
         return call
     p.builders.direct = count(p.builders.direct)
     p.builders.direct_gait = count(p.builders.direct_gait)
-    p.rules.direct_fade = count(p.rules.direct_fade)
+    p.rules.direct_change = count(p.rules.direct_change)
     return seen
 
 
@@ -282,10 +282,10 @@ def _counted(p: Player) -> dict:
 @given(cmds=st.lists(_command, min_size=1, max_size=40), pool=st.sampled_from([12, 30, 360]))
 def test_the_handle_calls_compiled_rows_are_the_python_writers_rows(cmds, pool):
     """The handle calls' rows written by one compiled call each (cmdkernel.clip_rows for a
-    constructor's clip, gait_rows for its gait, fade_rows for a change's fade) are the
-    Python writers' rows, bit
-    for bit, after every command of every shape (small pools, a step between some), with
-    the same refusals and end callbacks; a table too small for the call (it refuses: -1)
+    constructor's clip, gait_rows for its gait, change_rows for a change) are the Python
+    writers' rows, bit for bit, after every command of every shape (small pools, a step
+    between some), with the same refusals and end callbacks; a table too small for the
+    call (it refuses: -1)
     takes the Python writers, which grow it."""
     a, ha = _world(4, pool)
     b, hb = _world(4, pool)
