@@ -506,6 +506,14 @@ class Player:
         self._count_refusals(refusals)
         return bones
 
+    def write_commands(self) -> None:
+        """Write the prepared commands waiting in the command buffer now, in the calls'
+        order (anim.playback.cmdbuffer: one compiled call). Never needed for the results:
+        whatever reads what they change writes them first (anim.engine.writefirst); a
+        host that times its commands calls it to count their rows' write with them
+        (scuffle bench does)."""
+        write_first(self.prepared)
+
     def flush(self, listed: bool = True) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.
 

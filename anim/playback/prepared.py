@@ -613,8 +613,8 @@ class RecipeRules:
         handle (``views``: a handle is made on its first read, anim.playback.tasks.task_at)."""
         ts = kv[4]
         views = ts.views
-        taken = kv[12][lo:hi]
-        if hi > lo and len(views) < ts.capacity:                 # grown to the rows taken (as write_task_row grows it)
+        taken = kv[12][lo:hi].tolist()                           # (Python ints: the list's own index)
+        if taken and len(views) < ts.capacity:                   # grown to the rows taken (as write_task_row grows it)
             top = max(taken) + 1
             if top > len(views):
                 views.extend([None] * (top - len(views)))

@@ -858,6 +858,10 @@ class Reference:
                 others |= t.held
         inst.record.flags &= ~(bits & ~others)
 
+    def write_commands(self) -> None:
+        """Nothing waits: the reference writes each command at its call
+        (Player.write_commands)."""
+
     def flush(self, listed: bool = True) -> list:
         """AnimTask_FlushDeferred (0x00105570, L314): release every deferred task, then
         refresh the playing anim ids of the humans with a release and of those stepped.

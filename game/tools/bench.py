@@ -40,9 +40,10 @@ the crowd alone (``crowd_peak_mb``, the memory goal's figure: ``crowd_memory``, 
 Python's cyclic garbage collector (``gc_ms_per_update``,
 ``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``,
 ``command_cpu_us``: the crowd's commands as a game issues many, the prepared ones as one
-batch an update, ``Player.commands``, timed as a whole; ``command_cpu_us_batch_call``:
-the batch call alone, a row; ``command_cpu_us_single`` and by kind: one ``Player.run``
-call each, on alternate updates, each timed by two clock readings, and
+batch an update, ``Player.commands``, and their rows' write (``Player.write_commands``),
+timed as a whole; ``command_cpu_us_batch_call``: the batch call and the write alone, a
+row; ``command_cpu_us_single`` and by kind: one ``Player.run`` call each, on alternate
+updates, each timed by two clock readings (the rows' write shared among them), and
 ``command_cpu_us_empty``: an empty command timed the same way, the clocks' own cost;
 ``command_cpu_us_handles`` and by kind: every eighth command, issued through the handle
 API instead, the same rows); at 2 humans what a level load costs (``level_load``: a new
@@ -320,8 +321,9 @@ class RealisticCrowd:
 
     ``commands`` counts the commands issued; ``batch_s`` / ``batch_cpu_s`` the wall and
     CPU time of the batched updates' commands (``batch_timed`` of them, the sample aside:
-    the update's columns built, the batch call, the handle API's after it, timed as a
-    whole), ``batch_call_cpu_s`` the batch calls alone (``batch_rows`` rows);
+    the update's columns built, the batch call and its rows' write, the handle API's after
+    it, timed as a whole), ``batch_call_cpu_s`` the batch calls and writes alone
+    (``batch_rows`` rows);
     ``command_s`` / ``command_cpu_s`` those of the single calls' updates
     (``command_timed`` of them; each timed from the clocks' reading before its player
     calls to the one after them; an update's draws are made before its first command),
@@ -555,9 +557,10 @@ class RealisticCrowd:
     def _batched(self, phase, draws) -> None:
         """The update's commands as a game issues many: the prepared ones (the gait
         targets' steering walk starts among them) as columns in one ``Player.commands_at``,
-        then the handle API's; timed as a whole (one pair of clock
-        readings an update), the batch call alone too; the handle API's sample (every
-        HANDLE_SAMPLE-th) after them, each timed apart."""
+        their rows written (Player.write_commands), then the handle API's; timed as a
+        whole (one pair of clock readings an update), the batch call and the rows' write
+        alone too; the handle API's sample (every HANDLE_SAMPLE-th) after them, each timed
+        apart."""
         from scuffle.anim.base.errors import StaleHandle
         from scuffle.anim.engine.stack import AnimLimitError
 
@@ -621,6 +624,7 @@ class RealisticCrowd:
                 reread = True
                 lo += e.row                               # type: ignore[attr-defined]
                 rows, gens = self._index_rows()[:, who]
+        self.player.write_commands()                      # their rows written now: counted with them
         b1 = cpu_clock()
         for kind, inst, x, k, fade in later:
             try:
@@ -656,14 +660,17 @@ class RealisticCrowd:
     def _single(self, phase, draws) -> None:
         """The update's commands one call each (Player.run for the prepared ones), in the
         order ``_batched`` issues them (the prepared first, then the handle API's), each
-        timed from the clocks' last reading to their next (two readings a command), then
-        ``EMPTY_SAMPLE`` empty commands timed the same way (the clocks' own cost)."""
+        timed from the clocks' last reading to their next (two readings a command; the
+        prepared ones' rows written after them, Player.write_commands, its time shared
+        among them), then ``EMPTY_SAMPLE`` empty commands timed the same way (the clocks'
+        own cost)."""
         from scuffle.anim.engine.stack import AnimLimitError
 
         clock, cpu_clock = time.perf_counter, time.process_time
         prepared, do_handles, run = self._prepared, self._do_handles, self.player.run
         nth = self.commands_seen
         kinds, walls, cpus, later = [], [], [], []
+        ran: list[int] = []                               # the prepared commands' places in ``kinds``
         refused = 0
         c0 = cpu_clock()
         t0 = clock()
@@ -676,6 +683,7 @@ class RealisticCrowd:
             if got is None:
                 later.append((by_handles, len(kinds), kind, inst, x, k, fade))
             else:
+                ran.append(len(kinds))
                 try:
                     run(inst, got[0], *got[1][:got[0].n_params])
                 except AnimLimitError:
@@ -686,6 +694,17 @@ class RealisticCrowd:
             walls.append(t1 - t0)
             cpus.append(c1 - c0)
             t0, c0 = t1, c1
+        # the prepared commands' rows written now (the buffer's one call), its time shared
+        # among them: counted with them, not with the handle API's first call after them
+        self.player.write_commands()
+        t1 = clock()
+        c1 = cpu_clock()
+        if ran:
+            dt, dc = (t1 - t0) / len(ran), (c1 - c0) / len(ran)
+            for j in ran:
+                walls[j] += dt
+                cpus[j] += dc
+        t0, c0 = t1, c1
         sampled = [False] * len(kinds)
         later.sort(key=_first)                            # the handle API's, then its sample (as _batched)
         for by_handles, j, kind, inst, x, k, fade in later:
@@ -1843,7 +1862,7 @@ GOALS = (
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
     ("pose_stacks_cpu_us_per_human", "pose_stacks (the pose kernel alone, CPU) per human", "us"),
-    ("command_cpu_us_batch_call", "a prepared command in a batch (Player.commands alone, CPU) per row", "us"),
+    ("command_cpu_us_batch_call", "a prepared command in a batch (Player.commands and its write, CPU) per row", "us"),
     ("command_cpu_us_single", "one command a call (CPU, with the clocks' own)", "us"),
     ("command_cpu_us_empty", "an empty command timed as one a call (the clocks' own, CPU)", "us"),
     ("gc_cpu_share", "the garbage collector's share of the update (CPU)", "%"),

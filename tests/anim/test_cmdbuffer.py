@@ -61,6 +61,29 @@ def test_a_prepared_command_becomes_a_row_written_at_the_next_update():
     assert buf.n == 0 and buf.applied == applied + 4 and buf.calls == calls + 1
 
 
+def test_write_commands_writes_the_buffer_now_and_changes_no_row():
+    """Player.write_commands writes the waiting rows in one call and empties the buffer:
+    the tables then are those a world that never called it reads (a read writes them
+    first), and a second call with none waiting calls nothing; the reference has the call
+    too, with nothing to write."""
+    from scuffle.anim.reference import Reference
+
+    a, ha, ca = _learnt()
+    b, hb, cb = _learnt()
+    for p, hs, cmds in ((a, ha, ca), (b, hb, cb)):
+        for i, k in enumerate(("attack", "walk_start", "push", "queued")):
+            p.run(hs[i], cmds[k], *SHAPES[k][1](2.0, i, 0.2))
+    buf = a.prepared.commands
+    assert buf.n == 4
+    calls = buf.calls
+    a.write_commands()
+    assert buf.n == 0 and buf.calls == calls + 1 and b.prepared.commands.n == 4
+    a.write_commands()
+    assert buf.calls == calls + 1
+    assert tables(a) == tables(b)                       # (tables() writes b's first)
+    Reference().write_commands()
+
+
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cmds=st.lists(st.tuples(st.sampled_from(BUFFERED), st.integers(0, 3), st.floats(-0.5, 4.5),
                                st.integers(0, 11), st.sampled_from([0.0, 0.2, 0.45])), min_size=1, max_size=30),
