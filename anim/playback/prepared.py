@@ -76,6 +76,7 @@ class RecipeRules:
         self._clip_entry: Any = None      # clip_rows', change_rows' and gait_rows' entry points (the handle calls')
         self._change_entry: Any = None
         self._gait_entry: Any = None
+        self._direct_ok: dict[str, bool] = {}   # _direct_ready's answers, by kernel
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
         self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
         self.templates = _TemplateRows()                 # every command's template rows, one array each
@@ -552,6 +553,8 @@ class RecipeRules:
                 ClipRow(ttype, rate, flags, held, proto[1], proto[7], proto[6], bank, anim, cflags, proto[5]))
         call = self._clip_entry
         if call is None:
+            if not self._direct_ready("clip_rows"):
+                return -1
             got, self._clip_entry = first_call(CK.clip_rows, args, self.batch.humans.in_use)
             return got
         return call(*args)
@@ -570,6 +573,8 @@ class RecipeRules:
         args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint, clips, times, gait)
         call = self._gait_entry
         if call is None:
+            if not self._direct_ready("gait_rows"):
+                return -1
             got, self._gait_entry = first_call(CK.gait_rows, args, self.batch.humans.in_use)
             return got
         return call(*args)
@@ -588,9 +593,22 @@ class RecipeRules:
         args = (kv[5], kv[3], kv[6], kv[15], slot, n, speed, duration, tr, aid)
         call = self._change_entry
         if call is None:
+            if not self._direct_ready("change_rows"):
+                return -1
             got, self._change_entry = first_call(CK.change_rows, args, self.batch.humans.in_use)
             return got
         return call(*args)
+
+    def _direct_ready(self, name: str) -> bool:
+        """Whether the handle calls' compiled writer ``name`` (anim.engine.cmdkernel) runs
+        without compiling: loaded, compiled or in numba's cache (coldstart.kernel_ready),
+        asked once per Player. On a cold install those rows are the Python writers' (the
+        same rows) rather than a compile of seconds at a game's command; the background
+        compile caches the writers for the next run."""
+        ok = self._direct_ok.get(name)
+        if ok is None:
+            ok = self._direct_ok[name] = kernel_ready(name, "cmdkernel")
+        return ok
 
     def _kernel_views(self) -> tuple | None:
         """The views a handle call's compiled writer takes (``_views``, kept while valid),

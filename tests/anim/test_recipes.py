@@ -338,6 +338,34 @@ def test_the_compiled_rows_run_and_a_full_table_falls_to_the_python_writers():
     assert b.stores.tasks.capacity > 64 and b.stores.tasks.capacity == a.stores.tasks.capacity
 
 
+def test_a_cold_install_writes_the_handle_calls_rows_in_python(monkeypatch):
+    """With a compiled writer neither loaded nor cached (coldstart.kernel_ready, asked once
+    per Player), the handle calls write their rows in Python, the same rows, and compile
+    nothing at a command."""
+    import scuffle.anim.playback.prepared as prepared_mod
+
+    asked = []
+
+    def cold(name, mod=None):
+        asked.append(name)
+        return False
+    monkeypatch.setattr(prepared_mod, "kernel_ready", cold)
+    a, ha = _world(3, 360)
+    b, hb = _world(3, 360)
+    a.prepared._direct_ok.update(clip_rows=True, change_rows=True, gait_rows=True)   # a: the compiled writers
+    for j in range(12):
+        for p, hs in ((a, ha), (b, hb)):
+            inst = hs[j % 3]
+            gait = p.gait(inst, GAIT_IDS, target=1.5) if j % 2 else p.loop(inst, Move.FIGHT_IDLE)
+            p.change(inst, p.clip(inst, Move.JAB, gait, blend=0.1), 0.2)
+    _same(a, b, "the handle calls")
+    assert sorted(asked) == ["change_rows", "clip_rows", "gait_rows"]        # b's, once each
+    assert a.prepared._clip_entry is not None and a.prepared._gait_entry is not None
+    rules = b.prepared
+    assert rules._clip_entry is None and rules._change_entry is None and rules._gait_entry is None
+    assert rules._direct_ok == {"clip_rows": False, "change_rows": False, "gait_rows": False}
+
+
 def test_every_shape_runs_in_the_compiled_call_with_the_handle_calls_rows():
     """Every recipe shape, once its set is learned, writes its rows in one compiled call
     (anim.engine.cmdkernel.run_rows: ``cmd_kernel_runs`` counts it) and leaves the handle calls'
