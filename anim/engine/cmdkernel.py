@@ -182,6 +182,31 @@ def _rows_of(blocks, lay, ats):
     return tasks, cursors, fades, gaits
 
 
+# The handle calls' writers take only the tables and columns they write (a kernel's
+# machine code grows with every view it makes: each of these three is loaded with the rest).
+_TaskFew = namedtuple("_TaskFew", ("live", "type", "rate", "flags", "held", "c0", "c1", "aux", "placed", "incoming",
+                                   "speed", "free_rows", "n_free", "at"))
+
+
+@_helper
+def _task_few(blocks, lay, ats):
+    """The task table's columns a handle call's writer writes, as views into its block."""
+    t64, t32, tf32, t8 = blocks.t64, blocks.t32, blocks.tf32, blocks.t8
+    return _TaskFew(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:], t64[lay[T_HELD]:],
+                    t32[lay[T_C0]:], t32[lay[T_C1]:], t32[lay[T_AUX]:], t8[lay[T_PLACED]:], t32[lay[T_INCOMING]:],
+                    tf32[lay[T_SPEED]:], t32[lay[T_FREE]:], t64[lay[T_NF]:], ats[0])
+
+
+@_helper
+def _cursor_rows(blocks, lay, ats):
+    """The cursor table as ``_rows_of`` gives it, alone."""
+    c64, c32, cf32, c8 = blocks.c64, blocks.c32, blocks.cf32, blocks.c8
+    return _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
+                       c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],
+                       c32[lay[C_EVF]:], cf32[lay[C_T]:], c32[lay[C_FRAME]:], c32[lay[C_EV]:],
+                       c8[lay[C_AT_END]:], c32[lay[C_FREE]:], c64[lay[C_NF]:], ats[1])
+
+
 @_helper
 def _fits(tasks, cursors, fades, gaits, out, ti, sel, place, anchor):
     """Whether the free lists hold the rows a command takes (its steps' tasks, cursors and
@@ -657,7 +682,7 @@ def clip_rows(blocks, out, lay, ats, t_hint, c_hint, clip):
     row << 1, and 1 when the pool's flag was newly set; or -1 with nothing written (a free
     list empty, the pool's flags short of a row the take can give).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init."""
-    tasks, cursors, _, _ = _rows_of(blocks, lay, ats)
+    tasks, cursors = _task_few(blocks, lay, ats), _cursor_rows(blocks, lay, ats)
     tn = tasks.n_free[0]
     if tn < 1 or cursors.n_free[0] < 1:
         return np.int64(-1)
@@ -689,7 +714,12 @@ def gait_rows(blocks, out, lay, ats, t_hint, c_hint, clips, times, gait):
     float64, five each); ``gait``: GaitRow. Out: the task row << 32, the gait row << 1,
     and 1 when the pool's flag was newly set; or -1 with nothing written.
     Original: 0x0010a310, 0x001041f8 AnimCursor_Init."""
-    tasks, cursors, _, gaits = _rows_of(blocks, lay, ats)
+    tasks, cursors = _task_few(blocks, lay, ats), _cursor_rows(blocks, lay, ats)
+    g64, g32, gf32, g8 = blocks.g64, blocks.g32, blocks.gf32, blocks.g8
+    gaits = _GaitRows(g8[lay[G_LIVE]:], g32[lay[G_ID0]:], g32[lay[G_ID1]:], g32[lay[G_ID2]:], g32[lay[G_ID3]:],
+                      g32[lay[G_ID4]:], g32[lay[G_B0]:], g32[lay[G_B1]:], g32[lay[G_B2]:], g32[lay[G_B3]:],
+                      g32[lay[G_B4]:], gf32[lay[G_VALUE]:], gf32[lay[G_TARGET]:], g32[lay[G_LOWER]:],
+                      g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:], ats[3])
     tn = tasks.n_free[0]
     if tn < 1 or cursors.n_free[0] < 2 or gaits.n_free[0] < 1:
         return np.int64(-1)
@@ -734,7 +764,9 @@ def change_rows(blocks, out, lay, ats, slot, n, speed, duration, tr, aid):
     set; or -1 with nothing written (a free list empty, the pool's flags short of a row
     the take can give). Original: 0x00106c80 (the fade), 0x001754e8
     TaskStack_InsertBottom, 0x001753d8 TaskStack_Push."""
-    tasks, _, fades, _ = _rows_of(blocks, lay, ats)
+    tasks = _task_few(blocks, lay, ats)
+    fades = _FadeRows(blocks.f8[lay[F_LIVE]:], blocks.ff32[lay[F_EL]:], blocks.ff32[lay[F_DUR]:],
+                      blocks.fi32[lay[F_FREE]:], blocks.fi64[lay[F_NF]:], ats[2])
     h32, h64 = blocks.h32, blocks.h64
     t_hint = _anchor(h32, lay, slot)
     tn = tasks.n_free[0]

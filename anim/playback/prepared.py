@@ -45,7 +45,10 @@ from scuffle.anim.engine.trusted import entry_point, first_call
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.playback.batch import BatchEngine
 
-__all__ = ["RecipeRules"]
+__all__ = ["RecipeRules", "DIRECT_KERNELS"]
+
+# the handle calls' compiled writers (anim.engine.cmdkernel): a constructor's clip or gait, a change
+DIRECT_KERNELS = ("clip_rows", "gait_rows", "change_rows")
 
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _F32_MAX = F.FLT_MAX
@@ -609,6 +612,12 @@ class RecipeRules:
         if ok is None:
             ok = self._direct_ok[name] = kernel_ready(name, "cmdkernel")
         return ok
+
+    def compile_direct(self) -> None:
+        """The handle calls' compiled writers taken from now on, compiled at their first
+        call when no cache holds them (the warm-up's Player: anim.playback.warmup compiles
+        every kernel a game may call)."""
+        self._direct_ok.update({name: True for name in DIRECT_KERNELS})
 
     def _kernel_views(self) -> tuple | None:
         """The views a handle call's compiled writer takes (``_views``, kept while valid),

@@ -130,6 +130,7 @@ def compile_kernels(progress=None, files: bool = True) -> None:
              for i in range(8)}
     aset = AnimSet.build(clips, {i: author_range() for i in range(8)}, name="kernels")
     p = Player()
+    p.prepared.compile_direct()                     # the handle calls' writers compiled by the calls below
     hs = [CharacterInstance(aset, f"k{i}") for i in range(7)]
     p.change(hs[0], p.loop(hs[0], 0), 0.0)
     p.change(hs[1], p.gait(hs[1], [0, 1, 2, 3, 3], target=1.5, value=1.0), 0.2)
