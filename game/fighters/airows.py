@@ -99,7 +99,7 @@ def _temper(words: np.ndarray) -> memoryview:
     y ^= (y << 7) & 0x9D2C5680
     y ^= (y << 15) & 0xEFC60000
     y ^= y >> 18
-    return memoryview(y)
+    return y.data
 
 
 class RowRandom(random.Random):
