@@ -198,6 +198,21 @@ def _task_few(blocks, lay, ats):
 
 
 @_helper
+def _task_room(tasks, out, t_hint):
+    """Whether a handle call's writer can take a task row near ``t_hint``: the free list
+    holds one and the pool's flags reach every row the take can give (the rows within
+    NEAR_ROWS of the hint, ``_near_fits``, and the list's top)."""
+    tn = tasks.n_free[0]
+    if tn < 1:
+        return False
+    n_pool = out.shape[0]
+    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
+        return False
+    top = tasks.free_rows[tn - 1]
+    return 0 <= top < n_pool
+
+
+@_helper
 def _cursor_rows(blocks, lay, ats):
     """The cursor table as ``_rows_of`` gives it, alone."""
     c64, c32, cf32, c8 = blocks.c64, blocks.c32, blocks.cf32, blocks.c8
@@ -683,14 +698,7 @@ def clip_rows(blocks, out, lay, ats, t_hint, c_hint, clip):
     list empty, the pool's flags short of a row the take can give).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init."""
     tasks, cursors = _task_few(blocks, lay, ats), _cursor_rows(blocks, lay, ats)
-    tn = tasks.n_free[0]
-    if tn < 1 or cursors.n_free[0] < 1:
-        return np.int64(-1)
-    n_pool = out.shape[0]
-    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
-        return np.int64(-1)
-    top = tasks.free_rows[tn - 1]
-    if top >= n_pool or top < 0:
+    if cursors.n_free[0] < 1 or not _task_room(tasks, out, t_hint):
         return np.int64(-1)
     cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, c_hint)
     cursor_init(cursors, cr, clip.end, clip.limit, clip.dur, clip.bank, clip.anim, clip.cflags, clip.evf0)
@@ -720,14 +728,7 @@ def gait_rows(blocks, out, lay, ats, t_hint, c_hint, clips, times, gait):
                       g32[lay[G_ID4]:], g32[lay[G_B0]:], g32[lay[G_B1]:], g32[lay[G_B2]:], g32[lay[G_B3]:],
                       g32[lay[G_B4]:], gf32[lay[G_VALUE]:], gf32[lay[G_TARGET]:], g32[lay[G_LOWER]:],
                       g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:], ats[3])
-    tn = tasks.n_free[0]
-    if tn < 1 or cursors.n_free[0] < 2 or gaits.n_free[0] < 1:
-        return np.int64(-1)
-    n_pool = out.shape[0]
-    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
-        return np.int64(-1)
-    top = tasks.free_rows[tn - 1]
-    if top >= n_pool or top < 0:
+    if cursors.n_free[0] < 2 or gaits.n_free[0] < 1 or not _task_room(tasks, out, t_hint):
         return np.int64(-1)
     flags = np.int64(gait.flags)
     tr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
@@ -769,14 +770,7 @@ def change_rows(blocks, out, lay, ats, slot, n, speed, duration, tr, aid):
                       blocks.fi32[lay[F_FREE]:], blocks.fi64[lay[F_NF]:], ats[2])
     h32, h64 = blocks.h32, blocks.h64
     t_hint = _anchor(h32, lay, slot)
-    tn = tasks.n_free[0]
-    if tn < 1 or fades.n_free[0] < 1:
-        return np.int64(-1)
-    n_pool = out.shape[0]
-    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
-        return np.int64(-1)
-    top = tasks.free_rows[tn - 1]
-    if top >= n_pool or top < 0:
+    if fades.n_free[0] < 1 or not _task_room(tasks, out, t_hint):
         return np.int64(-1)
     fr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
     task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))

@@ -591,6 +591,15 @@ class TaskPool:
             if made is not None:
                 made.append(r)
 
+    def counted(self, r: int) -> None:
+        """Task row ``r`` whose pool flag a compiled writer has just set (anim.engine
+        .cmdkernel's handle-call writers: newly, the flag within ``out``): counted out of
+        the pool, and among the rows made this update (``made``), as ``take_row`` counts it."""
+        self._n_out += 1
+        made = self.made
+        if made is not None:
+            made.append(r)
+
     def _grow_out(self, r: int) -> None:
         """``out`` grown to hold row ``r`` (doubling)."""
         out = self._out

@@ -32,7 +32,7 @@ from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.engine.stack import CharacterInstance, TaskPool, check_human, not_a_human
 from scuffle.anim.engine.kernel_types import GaitRow
 from scuffle.anim.engine.store import Stores, near_hints
-from scuffle.anim.playback.tasks import (new_handle, note_view, set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
+from scuffle.anim.playback.tasks import (bind_row, new_handle, set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
                     TaskFlags, TaskType, write_task_row)
 
@@ -294,21 +294,7 @@ class TaskBuilder:
         """The GaitTask handle of the rows gait_rows wrote (``got``), bound as
         GaitTask._made binds one (its wrap callback set; the pool's count is the caller's)."""
         t = new_handle(ts, GaitTask)
-        tr = got >> 32
-        t.tstore = ts
-        t.trow = tr
-        t.tgen = ts.m_gen[tr]
-        views = ts.views
-        try:
-            views[tr] = t
-        except IndexError:                           # a row past the list: grown
-            views.extend([None] * (tr + 1 - len(views)))
-            views[tr] = t
-        kv = ts.__dict__.get("m_viewed")             # its flag (note_view, inline)
-        if kv is not None and kv[0] is views and tr < kv[2]:
-            kv[1][tr] = True
-        else:
-            note_view(ts, tr)
+        bind_row(ts, t, got >> 32)
         gaits = t.store = self.stores.gaits
         r = t.row = (got >> 1) & _ROW_MASK
         t.gen = gaits.m_gen[r]
@@ -321,35 +307,16 @@ class TaskBuilder:
 
     def _handle(self, cls, ts, tr: int, crow: int, newly: int, on_end):
         """The handle of a single-clip task whose rows the compiled call wrote (``direct``):
-        made (or one the flush kept), bound to row ``tr`` and noted in ``views`` as
-        write_task_row binds one, its end callback set, its pool flag counted (the pool's
-        count and the rows made this update, as TaskPool.take_row counts them)."""
-        kept = ts.spare.get(cls)
-        t = kept.pop() if kept else cls.__new__(cls)
-        t.tstore = ts
-        t.trow = tr
-        t.tgen = ts.m_gen[tr]
-        views = ts.views
-        try:
-            views[tr] = t
-        except IndexError:                           # a row past the list: grown
-            views.extend([None] * (tr + 1 - len(views)))
-            views[tr] = t
-        kv = ts.__dict__.get("m_viewed")             # its flag (note_view, inline)
-        if kv is not None and kv[0] is views and tr < kv[2]:
-            kv[1][tr] = True
-        else:
-            note_view(ts, tr)
+        made (or one the flush kept), bound to row ``tr`` (tasks.bind_row), its end
+        callback set, its pool flag counted when newly set (TaskPool.counted)."""
+        t = new_handle(ts, cls)
+        bind_row(ts, t, tr)
         if on_end is not None:
             set_call(ts, "on_end", tr, on_end)
         t._aid = self.stores.cursors.m_anim[crow]
         t._c = None
         if newly:
-            pool = self.pool
-            pool._n_out += 1
-            made = pool.made
-            if made is not None:
-                made.append(tr)
+            self.pool.counted(tr)
         return t
 
     def _take(self, task: _T) -> _T:
@@ -498,10 +465,7 @@ class TaskBuilder:
             if got >= 0:
                 task = self._gait_handle(ts, got, on_wrap)
                 if got & 1:
-                    pool._n_out += 1
-                    made = pool.made
-                    if made is not None:
-                        made.append(task.trow)
+                    pool.counted(task.trow)
                 return task
         task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, rate,
                               target if value is None else value, target, flags, held)

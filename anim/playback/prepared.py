@@ -76,9 +76,7 @@ class RecipeRules:
         self._cmd_views: tuple | None = None
         self._cmd_entry: Any = None
         self._apply_entry: Any = None
-        self._clip_entry: Any = None      # clip_rows', change_rows' and gait_rows' entry points (the handle calls')
-        self._change_entry: Any = None
-        self._gait_entry: Any = None
+        self._direct_entry: dict[str, Any] = {}  # the handle calls' writers' entry points, by kernel
         self._direct_ok: dict[str, bool] = {}   # _direct_ready's answers, by kernel
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
         self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
@@ -554,13 +552,8 @@ class RecipeRules:
             return -1
         args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint,
                 ClipRow(ttype, rate, flags, held, proto[1], proto[7], proto[6], bank, anim, cflags, proto[5]))
-        call = self._clip_entry
-        if call is None:
-            if not self._direct_ready("clip_rows"):
-                return -1
-            got, self._clip_entry = first_call(CK.clip_rows, args, self.batch.humans.in_use)
-            return got
-        return call(*args)
+        call = self._direct_entry.get("clip_rows")
+        return call(*args) if call is not None else self._direct_first("clip_rows", args)
 
     def gait_rows(self, t_hint: int, c_hint: int, clips: np.ndarray, times: np.ndarray, gait: GaitRow) -> int:
         """A handle constructor's gait written in one compiled call (anim.engine.cmdkernel
@@ -574,13 +567,8 @@ class RecipeRules:
         if kv is None:
             return -1
         args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint, clips, times, gait)
-        call = self._gait_entry
-        if call is None:
-            if not self._direct_ready("gait_rows"):
-                return -1
-            got, self._gait_entry = first_call(CK.gait_rows, args, self.batch.humans.in_use)
-            return got
-        return call(*args)
+        call = self._direct_entry.get("gait_rows")
+        return call(*args) if call is not None else self._direct_first("gait_rows", args)
 
     def change_rows(self, slot: int, n: int, speed: float, duration: float, tr: int, aid: int) -> int:
         """A change's common path written in one compiled call (anim.engine.cmdkernel
@@ -594,13 +582,20 @@ class RecipeRules:
         if kv is None:
             return -1
         args = (kv[5], kv[3], kv[6], kv[15], slot, n, speed, duration, tr, aid)
-        call = self._change_entry
-        if call is None:
-            if not self._direct_ready("change_rows"):
-                return -1
-            got, self._change_entry = first_call(CK.change_rows, args, self.batch.humans.in_use)
-            return got
-        return call(*args)
+        call = self._direct_entry.get("change_rows")
+        return call(*args) if call is not None else self._direct_first("change_rows", args)
+
+    def _direct_first(self, name: str, args: tuple) -> int:
+        """A handle call's compiled writer ``name`` called while no entry point is kept: -1
+        (nothing written) when it is not ready (``_direct_ready``), else its answer, and
+        its entry point kept for the next calls (none while a cold start runs the kernels
+        as Python: trusted.first_call)."""
+        if not self._direct_ready(name):
+            return -1
+        got, entry = first_call(getattr(CK, name), args, self.batch.humans.in_use)
+        if entry is not None:
+            self._direct_entry[name] = entry
+        return got
 
     def _direct_ready(self, name: str) -> bool:
         """Whether the handle calls' compiled writer ``name`` (anim.engine.cmdkernel) runs

@@ -29,7 +29,7 @@ from scuffle.anim.engine.store import Stores, Table, near_hints
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, not_a_task, take_place,
-                    _MADE_ON_READ, note_view, task_at, write_fade_row, write_task_row)
+                    _MADE_ON_READ, bind_row, task_at, write_fade_row, write_task_row)
 from scuffle.anim.engine.rules import change_room
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,32 +87,15 @@ class StackRules:
     def _fade_bound(self, ts: Table, f: FadeTask, got: int) -> int:
         """Fade handle ``f`` bound to the rows ``direct_change`` wrote (``got``: its task row
         << 32 | its fade row << 1 | a pool flag newly set), as write_task_row and
-        write_fade_row bind one, its pool flag counted as TaskPool.take_row counts it.
-        Returns its task row."""
+        write_fade_row bind one (tasks.bind_row), its pool flag counted when newly set
+        (TaskPool.counted). Returns its task row."""
         fr = got >> 32
-        f.tstore = ts
-        f.trow = fr
-        f.tgen = ts.m_gen[fr]
-        views = ts.views
-        try:
-            views[fr] = f
-        except IndexError:                           # a row past the list: grown
-            views.extend([None] * (fr + 1 - len(views)))
-            views[fr] = f
-        kv = ts.__dict__.get("m_viewed")             # its flag (note_view, inline)
-        if kv is not None and kv[0] is views and fr < kv[2]:
-            kv[1][fr] = True
-        else:
-            note_view(ts, fr)
+        bind_row(ts, f, fr)
         fades = f.store = self.stores.fades
         r = f.row = (got >> 1) & _ROW_MASK
         f.gen = fades.m_gen[r]
         if got & 1:
-            pool = self.pool
-            pool._n_out += 1
-            made = pool.made
-            if made is not None:
-                made.append(fr)
+            self.pool.counted(fr)
         return fr
 
     @staticmethod
@@ -371,48 +354,39 @@ class StackRules:
                 # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
+                a = task.anim_id()                       # the top will be the fade: the new task's id
+                plain = a.__class__ is int and a >= -1   # (a column's value; else the record's checks)
                 direct = self.direct_change
-                if direct is not None and s >= 0:
-                    # the fade's rows, the two slots and the anim id in one compiled call (the
-                    # same rows): the held bits below, an anim id it cannot write after
-                    a = task.anim_id()
-                    got = direct(s, n, speed, fade, tr, a if a.__class__ is int and a >= -1 else -2)
-                    if got >= 0:
-                        self._fade_bound(ts, f, got)
-                        bits = ts.m_held[tr]             # the fade holds none
-                        if bits > 0:
-                            hf = h.m_flags
-                            hf[s] = hf[s] | bits
-                        elif bits:
-                            rec.flags |= bits            # the record's own check (a negative word)
-                        if not (a.__class__ is int and a >= -1):
-                            rec.anim_id = a
-                        return f
-                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, near_hints(self.stores, inst)[0])
-                fades = f.store = self.stores.fades
-                r = f.row = write_fade_row(ts, fr, fades, fade)
-                f.gen = fades.m_gen[r]
-                pool.take_row(fr)
-                ts.m_incoming[fr] = tr                   # f.incoming = task
-                ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
-                for i in range(b + n, b, -1):
-                    ms[i] = ms[i - 1]
-                ms[b] = tr
-                ms[b + n + 1] = fr
-                h.m_depth[s] = n + 2
-                placed = ts.m_placed
-                placed[tr] = True
-                placed[fr] = True
+                # the fade's rows, the two slots and a plain anim id in one compiled call (the
+                # same rows), else in Python
+                got = -1 if direct is None or s < 0 else direct(s, n, speed, fade, tr, a if plain else -2)
+                if got >= 0:
+                    self._fade_bound(ts, f, got)
+                else:
+                    fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, near_hints(self.stores, inst)[0])
+                    fades = f.store = self.stores.fades
+                    r = f.row = write_fade_row(ts, fr, fades, fade)
+                    f.gen = fades.m_gen[r]
+                    pool.take_row(fr)
+                    ts.m_incoming[fr] = tr               # f.incoming = task
+                    ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
+                    for i in range(b + n, b, -1):
+                        ms[i] = ms[i - 1]
+                    ms[b] = tr
+                    ms[b + n + 1] = fr
+                    h.m_depth[s] = n + 2
+                    placed = ts.m_placed
+                    placed[tr] = True
+                    placed[fr] = True
+                    if plain:
+                        h.m_anim[s] = a
                 bits = ts.m_held[tr]                     # the fade holds none
                 if bits > 0:
                     hf = h.m_flags
                     hf[s] = hf[s] | bits
                 elif bits:
                     rec.flags |= bits                    # the record's own check (a negative word)
-                a = task.anim_id()                       # the top is the fade: the new task's id
-                if a.__class__ is int and a >= -1:
-                    h.m_anim[s] = a
-                else:
+                if not plain:
                     rec.anim_id = a
                 return f
         n = batch.depth_of(inst)

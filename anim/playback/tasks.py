@@ -172,6 +172,27 @@ def viewed_rows(ts: Table, rows: np.ndarray) -> np.ndarray | None:
     return got
 
 
+def bind_row(ts: Table, t: "Task", r: int) -> None:
+    """New handle ``t`` bound to task row ``r`` of the world's task table ``ts``, just
+    taken: its ``tstore``, ``trow`` and ``tgen``, and the table's ``views`` entry (grown
+    to the row) with its flag (note_view). Every writer of a new task row calls it
+    (write_task_row; the handle calls' compiled writers' callers)."""
+    t.tstore = ts
+    t.trow = r
+    t.tgen = ts.m_gen[r]
+    views = ts.views                                    # row -> its handle (links read through it)
+    try:
+        views[r] = t
+    except IndexError:                                  # a row past the list: grown
+        views.extend([None] * (r + 1 - len(views)))
+        views[r] = t
+    kv = ts.__dict__.get("m_viewed")                    # its flag (note_view, inline)
+    if kv is not None and kv[0] is views and r < kv[2]:
+        kv[1][r] = True
+    else:
+        note_view(ts, r)
+
+
 def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end,
                    hint: int | None = None) -> int:
     """The one writer of a task's own row, every type and every Python path (the classes'
@@ -198,7 +219,7 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
         mv = ts.row_views = tuple(getattr(ts, name) for name in _ROW_VIEWS)
         nf = mv[0]
         n = nf[0]
-    _, free_rows, live, gen, types, rates = mv
+    _, free_rows, live, _, types, rates = mv
     if hint is None:
         hint = ts.near
     if hint >= 0:                                       # near the human's rows (Table.take_near)
@@ -208,20 +229,7 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
         r = free_rows[n]
         nf[0] = n
         live[r] = True
-    t.tstore = ts
-    t.trow = r
-    t.tgen = gen[r]
-    views = ts.views                                    # row -> its handle (links read through it)
-    try:
-        views[r] = t
-    except IndexError:                                  # a row past the list: grown
-        views.extend([None] * (r + 1 - len(views)))
-        views[r] = t
-    kv = ts.__dict__.get("m_viewed")                    # its flag (note_view, inline)
-    if kv is not None and kv[0] is views and r < kv[2]:
-        kv[1][r] = True
-    else:
-        note_view(ts, r)
+    bind_row(ts, t, r)
     types[r] = ttype
     if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
         rates[r] = rate                                 # rounded to float32 as F.f32 rounds

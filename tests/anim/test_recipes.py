@@ -209,6 +209,15 @@ def _same(a: Player, b: Player, where: str) -> None:
     assert not bad, f"{where}: {bad}"
 
 
+def _refused(call, *args):
+    """The type of the limit or number error ``call(*args)`` raises, or None."""
+    try:
+        call(*args)
+    except (AnimLimitError, ValueError) as e:
+        return type(e)
+    return None
+
+
 _command = st.tuples(st.sampled_from(sorted(SHAPES)), st.integers(0, 3), st.floats(-0.5, 4.5),
                      st.integers(0, 11), st.sampled_from([0.0, 0.2, 0.45, 0]), st.booleans())
 
@@ -232,15 +241,8 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
     b, hb = _world(4, pool, refuse_deep_chains=deep)
     prepared = {k: b.prepare(r) for k, (r, _, _) in SHAPES.items()}
     for j, (kind, i, x, k, fade, step) in enumerate(cmds):
-        ea = eb = None
-        try:
-            handle_calls(a, ha[i], kind, x, k, fade)
-        except (AnimLimitError, ValueError) as e:
-            ea = type(e)
-        try:
-            b.run(hb[i], prepared[kind], *SHAPES[kind][1](x, k, fade))
-        except (AnimLimitError, ValueError) as e:
-            eb = type(e)
+        ea = _refused(handle_calls, a, ha[i], kind, x, k, fade)
+        eb = _refused(b.run, hb[i], prepared[kind], *SHAPES[kind][1](x, k, fade))
         assert ea == eb, (j, kind)
         _same(a, b, f"command {j} {kind}")
         if step:
@@ -285,21 +287,13 @@ def test_the_handle_calls_compiled_rows_are_the_python_writers_rows(cmds, pool):
     constructor's clip, gait_rows for its gait, change_rows for a change) are the Python
     writers' rows, bit for bit, after every command of every shape (small pools, a step
     between some), with the same refusals and end callbacks; a table too small for the
-    call (it refuses: -1)
-    takes the Python writers, which grow it."""
+    call (it refuses: -1) takes the Python writers, which grow it."""
     a, ha = _world(4, pool)
     b, hb = _world(4, pool)
     _python_writers(a)
     for j, (kind, i, x, k, fade, step) in enumerate(cmds):
-        ea = eb = None
-        try:
-            handle_calls(a, ha[i], kind, x, k, fade)
-        except (AnimLimitError, ValueError) as e:
-            ea = type(e)
-        try:
-            handle_calls(b, hb[i], kind, x, k, fade)
-        except (AnimLimitError, ValueError) as e:
-            eb = type(e)
+        ea = _refused(handle_calls, a, ha[i], kind, x, k, fade)
+        eb = _refused(handle_calls, b, hb[i], kind, x, k, fade)
         assert ea == eb, (j, kind)
         _same(a, b, f"command {j} {kind}")
         if step:
@@ -360,9 +354,9 @@ def test_a_cold_install_writes_the_handle_calls_rows_in_python(monkeypatch):
             p.change(inst, p.clip(inst, Move.JAB, gait, blend=0.1), 0.2)
     _same(a, b, "the handle calls")
     assert sorted(asked) == ["change_rows", "clip_rows", "gait_rows"]        # b's, once each
-    assert a.prepared._clip_entry is not None and a.prepared._gait_entry is not None
+    assert set(a.prepared._direct_entry) == {"clip_rows", "gait_rows", "change_rows"}
     rules = b.prepared
-    assert rules._clip_entry is None and rules._change_entry is None and rules._gait_entry is None
+    assert rules._direct_entry == {}
     assert rules._direct_ok == {"clip_rows": False, "change_rows": False, "gait_rows": False}
 
 
