@@ -49,12 +49,15 @@ from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, dire
 from scuffle.anim.engine.rules import NEAR_ROWS, cursor_flags_of, gait_clamp, near_scaled
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "gait_rows", "change_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "gait_rows", "change_rows", "HANDLE_KERNELS", "rows_written", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
            "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 _helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+# a helper two kernels share whose IR numba copies into each (no library of its own to load: a
+# kernel's loaded machine code stays what the one text inline would give)
+_inline = njit(cache=CACHE, inline="always")
 
 # The arrays the kernel writes: (table, name, dtype), in ``lay``'s order (each array's offset
 # in its table's block, counted in its own items). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
@@ -85,6 +88,14 @@ LINKED_SHA256 = "f384fe1bf04b585a94a6aa2a3eff0227df8a7469d6c0016b5f09a4cb1c1624f
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
+# the handle calls' compiled writers (a constructor's clip or gait, a change): anim.playback.prepared
+HANDLE_KERNELS = ("clip_rows", "gait_rows", "change_rows")
+
+
+def rows_written(got: int) -> tuple[int, int, int]:
+    """A handle call's compiled writer's answer (``got`` >= 0: the task row << 32, its other
+    row << 1, 1 when the pool's flag was newly set) as (task row, other row, newly set)."""
+    return got >> 32, (got >> 1) & 0x7FFFFFFF, got & 1
 
 # run_rows' first arguments: (table, dtype) of each block view, in order (a bool column is
 # read and written through its table's int8 view: numpy's bool is one byte, 0 or 1)
@@ -307,6 +318,62 @@ def _pool_take(out, tr):
     return 1
 
 
+@_inline
+def _change_place(tasks, fades, h32, lay, out, slot, n, near_t, speed, fade, tr):
+    """A change's place for task row ``tr`` on the ``n`` tasks of human row ``slot`` (its
+    room checked): the fade's task row taken near row ``near_t``, of type 9 at rate
+    ``speed``, its fade row near the same fraction of the fade table, nothing elapsed of
+    ``fade``, over ``tr``, its pool flag set; then insert_bottom and push (``tr`` at the
+    bottom, the fade on top) and both placed. Out: the fade's task row << 32, its fade
+    row << 1, and 1 when the pool's flag was newly set. Original: 0x00106c80 (the fade),
+    0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push."""
+    fr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, near_t)
+    task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))   # (int64s: one compile)
+    frow = take_row(fades.live, fades.free_rows, fades.n_free, fades.at,
+                    near_scaled(fr, np.int64(fades.at.shape[0]), np.int64(tasks.at.shape[0])))
+    fade_init(fades, tasks, fr, frow, fade)
+    newly = _pool_take(out, fr)
+    tasks.incoming[fr] = tr
+    o_h_stack = lay[H_STACK]
+    b = slot * lay[_WIDTHS]
+    for i in range(b + n, b, -1):
+        h32[o_h_stack + i] = h32[o_h_stack + i - 1]
+    h32[o_h_stack + b] = tr
+    h32[o_h_stack + b + n + 1] = fr
+    h32[lay[H_DEPTH] + slot] = n + 2
+    tasks.placed[tr] = True
+    tasks.placed[fr] = True
+    return (np.int64(fr) << 32) | (np.int64(frow) << 1) | newly
+
+
+@_inline
+def _gait_task(tasks, cursors, gaits, ti, tf, row, tr, speed, flags, held, gv, near_c):
+    """A gait's rows on task row ``tr`` (GaitTask._made's): the task's type 12, rate
+    ``speed``, ``flags`` and ``held``; its gait row near the same fraction of the gait
+    table, the five clips of template row ``row`` (``ti``, ``tf``), its value, target, pair
+    and first leader by the rules (``gv``: the target, the value, 1 when there is no value:
+    ``gait_values``); the pair's two cursors near row ``near_c``, the follower muted. Out:
+    the leading clip's index among the five. Original: 0x0010a310."""
+    target, value, vnone = gv
+    v, tg, lower, leader = gait_values(target, value, vnone, flags & _CONTINUOUS_INT)
+    task_init(tasks, tr, np.int64(_GAIT), speed, flags, held)
+    gr = take_row(gaits.live, gaits.free_rows, gaits.n_free, gaits.at,
+                  near_scaled(tr, np.int64(gaits.at.shape[0]), np.int64(tasks.at.shape[0])))
+    gait_init(gaits, tasks, tr, gr, ti[row, TI_IDS:TI_IDS + 5], ti[row, TI_BANKS:TI_BANKS + 5], v, tg, lower, leader)
+    base = flags & _CURSOR_INT
+    for j in range(2):                             # the pair's two cursors (cursor_row), the follower muted
+        i = lower + j
+        cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, near_c)
+        cursor_init(cursors, cr, ti[row, TI_ENDS + i], tf[row, TF_LIMITS + i], tf[row, TF_DURS + i],
+                    ti[row, TI_BANKS + i], ti[row, TI_IDS + i], cursor_flags_of(base, leader == j),
+                    ti[row, TI_EVF0S + i])
+        if j:
+            tasks.c1[tr] = cr
+        else:
+            tasks.c0[tr] = cr
+    return lower + leader
+
+
 @_helper
 def _command(rows, h64, h32, out, lay, ti, tf, sel, cmd):
     """One prepared command's rows (the module docstring), through the row writers
@@ -348,24 +415,9 @@ def _command(rows, h64, h32, out, lay, ti, tf, sel, cmd):
                 if window != 0:
                     tasks.window[tr] = window
         elif op == _GAIT:                          # GaitTask._made: the task row, the gait row, the pair
-            v, tg, lower, leader = gait_values(target, value, vnone, flags & _CONTINUOUS_INT)
-            task_init(tasks, tr, np.int64(_GAIT), speed, flags, ti[row, TI_HELD])
-            gr = take_row(gaits.live, gaits.free_rows, gaits.n_free, gaits.at,
-                          near_scaled(tr, np.int64(gaits.at.shape[0]), np.int64(tasks.at.shape[0])))
-            gait_init(gaits, tasks, tr, gr, ti[row, TI_IDS:TI_IDS + 5], ti[row, TI_BANKS:TI_BANKS + 5], v, tg, lower,
-                      leader)
-            base = flags & _CURSOR_INT
-            for j in range(2):                     # the pair's two cursors (cursor_row), the follower muted
-                i = lower + j
-                cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, near_c)
-                cursor_init(cursors, cr, ti[row, TI_ENDS + i], tf[row, TF_LIMITS + i], tf[row, TF_DURS + i],
-                            ti[row, TI_BANKS + i], ti[row, TI_IDS + i], cursor_flags_of(base, leader == j),
-                            ti[row, TI_EVF0S + i])
-                if j:
-                    tasks.c1[tr] = cr
-                else:
-                    tasks.c0[tr] = cr
-            aid = ti[row, TI_IDS + lower + leader]
+            lead = _gait_task(tasks, cursors, gaits, ti, tf, row, tr, speed, flags, ti[row, TI_HELD],
+                              (target, value, vnone), near_c)
+            aid = ti[row, TI_IDS + lead]
         elif op == _MIX:                           # MixTask._made: the task row, then clips a and b
             w, lead = mix_values(target)
             task_init(tasks, tr, np.int64(_MIX), speed, flags, np.int64(0))
@@ -402,21 +454,7 @@ def _command(rows, h64, h32, out, lay, ti, tf, sel, cmd):
     o_h_stack = lay[H_STACK]
     stack_width = lay[_WIDTHS]
     if place == PLACE_CHANGE:                      # change's straight path: the fade, then both slots
-        fr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, near_t)
-        task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))   # (int64s: one compile)
-        frow = take_row(fades.live, fades.free_rows, fades.n_free, fades.at,
-                        near_scaled(fr, np.int64(fades.at.shape[0]), np.int64(tasks.at.shape[0])))
-        fade_init(fades, tasks, fr, frow, fade)
-        added += _pool_take(out, fr)
-        tasks.incoming[fr] = prev
-        b = slot * stack_width
-        for i in range(b + n, b, -1):
-            h32[o_h_stack + i] = h32[o_h_stack + i - 1]
-        h32[o_h_stack + b] = prev
-        h32[o_h_stack + b + n + 1] = fr
-        h32[o_h_depth + slot] = n + 2
-        tasks.placed[prev] = True
-        tasks.placed[fr] = True
+        added += _change_place(tasks, fades, h32, lay, out, slot, n, near_t, speed, fade, prev) & 1
     elif place == PLACE_PUSH:
         h32[o_h_stack + slot * stack_width + n] = prev
         h32[o_h_depth + slot] = n + 1
@@ -709,18 +747,15 @@ def clip_rows(blocks, out, lay, ats, t_hint, c_hint, clip):
 
 
 @_kernel
-def gait_rows(blocks, out, lay, ats, t_hint, c_hint, clips, times, gait):
+def gait_rows(blocks, out, lay, ats, t_hint, c_hint, ti, tf, gait):
     """A handle constructor's gait (anim.playback.construct ``gait``) in one call: a task
-    row taken near row ``t_hint``, of type 12 with the gait's rate, flags and held bits;
-    its gait row near the same fraction of the gait table, its value, target, pair and
-    first leader by the rules (``gait_values``); the pair's two cursors near row
-    ``c_hint``, the follower muted; its pool flag set: the rows and columns GaitTask's
-    Python writers leave (write_task_row, write_gait_row, cursor_row), through the
-    compiled writers a prepared gait calls. In: the blocks, the pool's flags, ``lay`` and
-    ``ats`` as ``run_rows``; the five clips' ids, bank indices, end tests and first event
-    frames (``clips``: int64, five each) and their limits and durations (``times``:
-    float64, five each); ``gait``: GaitRow. Out: the task row << 32, the gait row << 1,
-    and 1 when the pool's flag was newly set; or -1 with nothing written.
+    row taken near row ``t_hint`` and the gait's rows on it (``_gait_task``, as a prepared
+    gait writes them: its gait row, the pair's two cursors near row ``c_hint``), its pool
+    flag set: the rows and columns GaitTask's Python writers leave (write_task_row,
+    write_gait_row, cursor_row). In: the blocks, the pool's flags, ``lay`` and ``ats`` as
+    ``run_rows``; the five clips as template row 0 of ``ti`` and ``tf`` (a prepared gait
+    step's row: RecipeRules.gait_rows); ``gait``: GaitRow. Out: the task row << 32, the
+    gait row << 1, and 1 when the pool's flag was newly set; or -1 with nothing written.
     Original: 0x0010a310, 0x001041f8 AnimCursor_Init."""
     tasks, cursors = _task_few(blocks, lay, ats), _cursor_rows(blocks, lay, ats)
     g64, g32, gf32, g8 = blocks.g64, blocks.g32, blocks.gf32, blocks.g8
@@ -730,24 +765,10 @@ def gait_rows(blocks, out, lay, ats, t_hint, c_hint, clips, times, gait):
                       g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:], ats[3])
     if cursors.n_free[0] < 2 or gaits.n_free[0] < 1 or not _task_room(tasks, out, t_hint):
         return np.int64(-1)
-    flags = np.int64(gait.flags)
     tr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
-    task_init(tasks, tr, np.int64(_GAIT), gait.rate, flags, np.int64(gait.held))
-    v, tg, lower, leader = gait_values(gait.target, gait.value, np.int64(gait.vnone), flags & _CONTINUOUS_INT)
-    gr = take_row(gaits.live, gaits.free_rows, gaits.n_free, gaits.at,
-                  near_scaled(tr, np.int64(gaits.at.shape[0]), np.int64(tasks.at.shape[0])))
-    gait_init(gaits, tasks, tr, gr, clips[0:5], clips[5:10], v, tg, lower, leader)
-    base = flags & _CURSOR_INT
-    for j in range(2):                             # the pair's two cursors (cursor_row), the follower muted
-        i = lower + j
-        cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, c_hint)
-        cursor_init(cursors, cr, clips[10 + i], times[i], times[5 + i], clips[5 + i], clips[i],
-                    cursor_flags_of(base, leader == j), clips[15 + i])
-        if j:
-            tasks.c1[tr] = cr
-        else:
-            tasks.c0[tr] = cr
-    return (np.int64(tr) << 32) | (np.int64(gr) << 1) | _pool_take(out, tr)
+    _gait_task(tasks, cursors, gaits, ti, tf, 0, tr, gait.rate, np.int64(gait.flags), np.int64(gait.held),
+               (gait.target, gait.value, np.int64(gait.vnone)), c_hint)
+    return (np.int64(tr) << 32) | (np.int64(tasks.aux[tr]) << 1) | _pool_take(out, tr)   # (aux: its gait row)
 
 
 @_kernel
@@ -768,29 +789,14 @@ def change_rows(blocks, out, lay, ats, slot, n, speed, duration, tr, aid):
     tasks = _task_few(blocks, lay, ats)
     fades = _FadeRows(blocks.f8[lay[F_LIVE]:], blocks.ff32[lay[F_EL]:], blocks.ff32[lay[F_DUR]:],
                       blocks.fi32[lay[F_FREE]:], blocks.fi64[lay[F_NF]:], ats[2])
-    h32, h64 = blocks.h32, blocks.h64
+    h32 = blocks.h32
     t_hint = _anchor(h32, lay, slot)
     if fades.n_free[0] < 1 or not _task_room(tasks, out, t_hint):
         return np.int64(-1)
-    fr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
-    task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))
-    frow = take_row(fades.live, fades.free_rows, fades.n_free, fades.at,
-                    near_scaled(fr, np.int64(fades.at.shape[0]), np.int64(tasks.at.shape[0])))
-    fade_init(fades, tasks, fr, frow, duration)
-    newly = _pool_take(out, fr)
-    tasks.incoming[fr] = tr
-    o_h_stack = lay[H_STACK]
-    b = slot * lay[_WIDTHS]
-    for i in range(b + n, b, -1):
-        h32[o_h_stack + i] = h32[o_h_stack + i - 1]
-    h32[o_h_stack + b] = tr
-    h32[o_h_stack + b + n + 1] = fr
-    h32[lay[H_DEPTH] + slot] = n + 2
-    tasks.placed[tr] = True
-    tasks.placed[fr] = True
+    got = _change_place(tasks, fades, h32, lay, out, slot, n, t_hint, speed, duration, tr)
     if aid >= -1:
-        h64[lay[H_ANIM] + slot] = aid              # the top is the fade: the new task's id
-    return (np.int64(fr) << 32) | (np.int64(frow) << 1) | newly
+        blocks.h64[lay[H_ANIM] + slot] = aid       # the top is the fade: the new task's id
+    return got
 
 
 @_kernel

@@ -45,6 +45,7 @@ import sys
 import time
 
 from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine.cmdkernel import HANDLE_KERNELS
 
 __all__ = ["sig_plain", "sig_from_plain", "DIGEST_KERNELS", "COMPILED_ASIDE", "LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
            "kernels_cached", "kernel_ready", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
@@ -73,15 +74,14 @@ SNAPSHOT_KERNELS = ("pack_tables", "pack_rows", "unpack_rows", "check_rows", "ch
 DIGEST_KERNELS = ("_many_digest", "_arena_digest")
 # every kernel a game may call, as (module of scuffle.anim.engine, name): the engine's, the
 # prepared commands' (anim.engine.cmdkernel: one at once, the command buffer, a batch as columns,
-# gait targets as columns) and the handle calls' (a constructor's clip or gait, a change's fade), the checksum's (anim.engine.digest) and the snapshot
+# gait targets as columns) and the handle calls' (HANDLE_KERNELS: a constructor's clip or gait, a
+# change), the checksum's (anim.engine.digest) and the snapshot
 # file's (anim.engine.snapkernel); not those of COMPILED_ASIDE nor COLD_START_ONLY
 ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),
                                                                      ("cmdkernel", "apply_commands"),
                                                                      ("cmdkernel", "buffer_commands"),
-                                                                     ("cmdkernel", "gait_targets"),
-                                                                     ("cmdkernel", "clip_rows"),
-                                                                     ("cmdkernel", "gait_rows"),
-                                                                     ("cmdkernel", "change_rows")) + tuple(
+                                                                     ("cmdkernel", "gait_targets")) + tuple(
+    ("cmdkernel", n) for n in HANDLE_KERNELS) + tuple(
     ("digest", n) for n in DIGEST_KERNELS) + tuple(("snapkernel", n) for n in SNAPSHOT_KERNELS)
 # the compiled functions Python may call that no game calls, so the warm-up leaves them out,
 # as (module of scuffle.anim.engine, name): why

@@ -428,9 +428,10 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         at, dirty_all = _no_dirty(len(dirty)), _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
-    code = kcall(K.check_rows, views, SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
-                        _bits(facts), SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
-                        SnapScratch(seen, _lrows(plan.lrows), out, fout))
+    code = kcall(K.check_rows, views,
+                 SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
+                 _bits(facts), SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
+                 SnapScratch(seen, _lrows(plan.lrows), out, fout))
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
     if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
@@ -654,11 +655,12 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
         raise StateError(f"calls.uses: not {n} counts >= 0")
     is_name, is_call = kinds if kinds is not None else id_kinds(values)
     out = np.zeros(5, np.int64)
-    code = kcall(K.check_ids_rows, IdTasks(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
-                                    tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks),
-                            IdHumans(humans.live.view(np.int8), humans.on_report),
-                            IdCalls(is_name, is_call, _ids(uses), _ids(free)),
-                            IdRules(_WRAP_MASK, _PAIRED_MASK, _DIRECTION, int(n_banks)), _seen(n), out)
+    code = kcall(K.check_ids_rows,
+                 IdTasks(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
+                         tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks),
+                 IdHumans(humans.live.view(np.int8), humans.on_report),
+                 IdCalls(is_name, is_call, _ids(uses), _ids(free)),
+                 IdRules(_WRAP_MASK, _PAIRED_MASK, _DIRECTION, int(n_banks)), _seen(n), out)
     if code:
         raise StateError(_ids_message(code, out, n, uses, n_banks))
 
@@ -762,4 +764,4 @@ def compile_kernels() -> None:
     ring = np.zeros(lay[1], np.uint8)
     c = {n: np.ndarray(shape, dt, ring, off) for n, (off, dt, shape) in lay[0].items()}
     kcall(K.check_tagged_rows, c["live"].view(np.int8), 0, 0, c["n"], c["kind"], c["value"], c["a"], c["a"], 1,
-                        np.zeros(5, np.int64))
+          np.zeros(5, np.int64))

@@ -30,6 +30,7 @@ from scuffle.anim.playback.lookup import ClipLookup, _ref, _refs
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.engine.stack import CharacterInstance, TaskPool, check_human, not_a_human
+from scuffle.anim.engine.cmdkernel import rows_written
 from scuffle.anim.engine.kernel_types import GaitRow
 from scuffle.anim.engine.store import Stores, near_hints
 from scuffle.anim.playback.tasks import (bind_row, new_handle, set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
@@ -50,7 +51,6 @@ _PICK_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _F32_MAX = F.FLT_MAX
 _I32_LO, _I32_HI = -(1 << 31), 1 << 31        # an int32 column's range (the compiled call's flags and id)
-_ROW_MASK = (1 << 31) - 1                    # clip_rows' cursor row, below its task row's
 
 
 def task_pose_depth(task: Task) -> int:
@@ -210,7 +210,6 @@ class TaskBuilder:
         # commands' ``clip_rows``, set by the Player), None: the Python writers alone
         self.direct: Callable | None = None
         self.direct_gait: Callable | None = None     # a gait's rows likewise (``gait_rows``)
-        self._gait_kept: dict = {}                   # id(protos) -> (protos, clips, times): _gait_clips
 
     def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[int, float]:
         """A single clip's new cursor, as its row of the world's cursor table (cursor flags
@@ -264,7 +263,7 @@ class TaskBuilder:
                 got = direct(ts.near, st.cursors.near, cls._TYPE, r, fl, hl, hit[3], hit[2],
                              anim_id if anim_id.__class__ is int else int(anim_id), fl & _CURSOR_INT)
                 if got >= 0:
-                    return self._handle(cls, ts, got >> 32, (got >> 1) & _ROW_MASK, got & 1, on_end)
+                    return self._handle(cls, ts, *rows_written(got), on_end)
             crow = cursor_row(st.cursors, hit[2], anim_id, fl & _CURSOR_INT, hit[3])
         else:
             crow, r = self._cursor_and_rate(s, anim_id, rate, fl & _CURSOR_INT)
@@ -277,26 +276,14 @@ class TaskBuilder:
         self.pool.take_row(tr)
         return t
 
-    def _gait_clips(self, ids, banks, protos) -> tuple[np.ndarray, np.ndarray]:
-        """A gait's five clips as gait_rows takes them, made once per look-up entry (kept
-        while ``protos`` is the look-up's same list): their ids, bank indices, end tests
-        and first event frames (int64, five each), their limits and durations (float64)."""
-        got = self._gait_kept.get(id(protos))
-        if got is None or got[0] is not protos:
-            clips = np.array([*ids, *banks, *(p[1] for p in protos), *(p[5] for p in protos)], np.int64)
-            times = np.array([*(p[7] for p in protos), *(p[6] for p in protos)], np.float64)
-            if len(self._gait_kept) >= 64:
-                self._gait_kept.clear()
-            got = self._gait_kept[id(protos)] = (protos, clips, times)
-        return got[1], got[2]
-
-    def _gait_handle(self, ts, got: int, on_wrap):
-        """The GaitTask handle of the rows gait_rows wrote (``got``), bound as
-        GaitTask._made binds one (its wrap callback set; the pool's count is the caller's)."""
+    def _gait_handle(self, ts, tr: int, gr: int, on_wrap):
+        """The GaitTask handle of the rows gait_rows wrote (task row ``tr``, gait row ``gr``),
+        bound as GaitTask._made binds one (its wrap callback set; the pool's count is the
+        caller's)."""
         t = new_handle(ts, GaitTask)
-        bind_row(ts, t, got >> 32)
+        bind_row(ts, t, tr)
         gaits = t.store = self.stores.gaits
-        r = t.row = (got >> 1) & _ROW_MASK
+        r = t.row = gr
         t.gen = gaits.m_gen[r]
         t._make_cursor = None
         t.cstore = self.stores.cursors
@@ -457,16 +444,15 @@ class TaskBuilder:
         if direct is not None and rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX \
                 and _I32_LO <= fl < _I32_HI:
             # the task, gait and cursor rows in one compiled call (the same rows and columns)
-            clips, times = self._gait_clips(ids, banks, protos)
             ts = st.tasks
             tg = target if target.__class__ is float else float(target)     # (checked: finite)
             v = 0.0 if value is None else value if value.__class__ is float else float(value)
-            got = direct(ts.near, st.cursors.near, clips, times, GaitRow(rate, fl, hl, tg, v, int(value is None)))
+            got = direct(ts.near, st.cursors.near, ids, banks, protos, GaitRow(rate, fl, hl, tg, v, int(value is None)))
             if got >= 0:
-                task = self._gait_handle(ts, got, on_wrap)
-                if got & 1:
-                    pool.counted(task.trow)
-                return task
+                tr, gr, newly = rows_written(got)
+                if newly:
+                    pool.counted(tr)
+                return self._gait_handle(ts, tr, gr, on_wrap)
         task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, rate,
                               target if value is None else value, target, flags, held)
         if on_wrap is not None:

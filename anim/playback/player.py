@@ -511,7 +511,8 @@ class Player:
         order (anim.playback.cmdbuffer: one compiled call). Never needed for the results:
         whatever reads what they change writes them first (anim.engine.writefirst); a
         host that times its commands calls it to count their rows' write with them
-        (scuffle bench does)."""
+        (scuffle bench does). Original: none (ours: the original writes each command at its
+        call)."""
         write_first(self.prepared)
 
     def flush(self, listed: bool = True) -> list[CharacterInstance]:

@@ -45,10 +45,10 @@ from scuffle.anim.engine.trusted import entry_point, first_call
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.playback.batch import BatchEngine
 
-__all__ = ["RecipeRules", "DIRECT_KERNELS"]
+__all__ = ["RecipeRules", "blend_row", "GAIT_TEMPLATES_KEPT"]
 
-# the handle calls' compiled writers (anim.engine.cmdkernel): a constructor's clip or gait, a change
-DIRECT_KERNELS = ("clip_rows", "gait_rows", "change_rows")
+# the handle calls' gait template rows kept (one per set of five clips; forgotten all at once past it)
+GAIT_TEMPLATES_KEPT = 64
 
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _F32_MAX = F.FLT_MAX
@@ -78,6 +78,7 @@ class RecipeRules:
         self._apply_entry: Any = None
         self._direct_entry: dict[str, Any] = {}  # the handle calls' writers' entry points, by kernel
         self._direct_ok: dict[str, bool] = {}   # _direct_ready's answers, by kernel
+        self._gait_kept: dict = {}        # id(protos) -> (protos, ti, tf): _gait_template
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
         self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
         self.templates = _TemplateRows()                 # every command's template rows, one array each
@@ -212,9 +213,7 @@ class RecipeRules:
         its first use, beside the step's."""
         if self._apply_entry is not None or not kernel_ready("apply_commands", "cmdkernel"):
             return
-        kv = self._cmd_views
-        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
-            kv = self._views()
+        kv = self._views_now()
         if kv is None:
             return
         reg, buf = self.templates, self.commands
@@ -313,6 +312,15 @@ class RecipeRules:
             self.learnt += 1                         # a row or a plan new: Player.commands' plans made again
 
     # ---------------------------------------------------------------- the rows, directly
+    def _views_now(self) -> tuple | None:
+        """``_views``, kept while no table's arrays were replaced (the world's layout signal),
+        the human table is the same and the pool's flags are the same array; None when an
+        array is not a plain view into its table's block."""
+        kv = self._cmd_views
+        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
+            kv = self._views()
+        return kv
+
     def _views(self) -> tuple | None:
         """What the direct path reads and passes to anim.engine.cmdkernel.run_rows: the five
         tables' blocks as its BLOCK_VIEWS, ``lay`` (each array's offset in its block, in
@@ -376,11 +384,9 @@ class RecipeRules:
         if plan is None or inst.engine is not self.batch:
             return None
         pool = self.pool
-        kv = self._cmd_views
-        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not pool._out:
-            kv = self._views()
-            if kv is None:
-                return None
+        kv = self._views_now()
+        if kv is None:
+            return None
         s = inst.slot
         rec = inst.record
         if rec.row != s or kv[9][s] != rec.gen or rec.table is not kv[2] or s.__class__ is not int:
@@ -510,9 +516,7 @@ class RecipeRules:
         .apply_commands), and empty it. A row the kernel cannot write is an engine bug (the
         call checked its room): RuntimeError, the rows before it written."""
         n = buf.n
-        kv = self._cmd_views
-        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
-            kv = self._views()
+        kv = self._views_now()
         if kv is None:
             buf.clear()
             raise RuntimeError("command buffer: the tables are no longer plain blocks; its commands are lost")
@@ -555,20 +559,34 @@ class RecipeRules:
         call = self._direct_entry.get("clip_rows")
         return call(*args) if call is not None else self._direct_first("clip_rows", args)
 
-    def gait_rows(self, t_hint: int, c_hint: int, clips: np.ndarray, times: np.ndarray, gait: GaitRow) -> int:
+    def gait_rows(self, t_hint: int, c_hint: int, ids, banks, protos, gait: GaitRow) -> int:
         """A handle constructor's gait written in one compiled call (anim.engine.cmdkernel
         .gait_rows: its task row near ``t_hint``, its gait row, the pair's two cursor rows
         near ``c_hint``, their columns and the task's pool flag), as ``clip_rows`` writes a
         clip: the task row << 32 | the gait row << 1 | 1 when the pool's flag was newly set,
-        or -1 with nothing written (the Python writers then). In: the five clips' numbers
-        (``clips`` int64, ``times`` float64: TaskBuilder's ``_gait_clips``).
-        Original: 0x0010a310."""
+        or -1 with nothing written (the Python writers then). In: the five clips' ids, bank
+        indices and cursor_protos (the look-up's entry), written once per entry as a
+        prepared gait step's template row (``_gait_template``). Original: 0x0010a310."""
         kv = self._kernel_views()
         if kv is None:
             return -1
-        args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint, clips, times, gait)
+        ti, tf = self._gait_template(ids, banks, protos)
+        args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint, ti, tf, gait)
         call = self._direct_entry.get("gait_rows")
         return call(*args) if call is not None else self._direct_first("gait_rows", args)
+
+    def _gait_template(self, ids, banks, protos) -> tuple[np.ndarray, np.ndarray]:
+        """A gait's five clips as one template row (``ti``, ``tf``: a prepared gait step's,
+        ``blend_row``; its flags and held bits are the call's), made once per look-up entry
+        (kept while ``protos`` is the look-up's same list)."""
+        got = self._gait_kept.get(id(protos))
+        if got is None or got[0] is not protos:
+            ti, tf = np.zeros((1, CK.TI_WIDTH), np.int64), np.zeros((1, CK.TF_WIDTH), np.float64)
+            blend_row(ti[0], tf[0], _GAIT, 0, 0, ids, banks, protos)
+            if len(self._gait_kept) >= GAIT_TEMPLATES_KEPT:
+                self._gait_kept.clear()
+            got = self._gait_kept[id(protos)] = (protos, ti, tf)
+        return got[1], got[2]
 
     def change_rows(self, slot: int, n: int, speed: float, duration: float, tr: int, aid: int) -> int:
         """A change's common path written in one compiled call (anim.engine.cmdkernel
@@ -612,7 +630,7 @@ class RecipeRules:
         """The handle calls' compiled writers taken from now on, compiled at their first
         call when no cache holds them (the warm-up's Player: anim.playback.warmup compiles
         every kernel a game may call)."""
-        self._direct_ok.update({name: True for name in DIRECT_KERNELS})
+        self._direct_ok.update({name: True for name in CK.HANDLE_KERNELS})
 
     def _kernel_views(self) -> tuple | None:
         """The views a handle call's compiled writer takes (``_views``, kept while valid),
@@ -621,13 +639,9 @@ class RecipeRules:
         buf = self.commands
         if buf.n:
             buf.apply()
-        kv = self._cmd_views
-        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans \
-                or kv[3] is not self.pool._out:
-            kv = self._views()
-            if kv is None:
-                return None
-        self._settle(kv)
+        kv = self._views_now()
+        if kv is not None:
+            self._settle(kv)
         return kv
 
     def _forget_handles(self, kv: tuple, lo: int, hi: int) -> None:
@@ -642,6 +656,22 @@ class RecipeRules:
                 views.extend([None] * (top - len(views)))
         for tr in taken:
             views[tr] = None
+
+
+def blend_row(ti: np.ndarray, tf: np.ndarray, op: int, flags: int, held: int, ids, banks, protos,
+              sampling: int = 0, rate: float = 0.0) -> None:
+    """One template row (``ti``, ``tf``: a row of the int64 and float64 parts) of a step
+    over several clips (a gait's five, a mix's two, a pick's four, a direction's eight):
+    the task type ``op``, flags and held bits, the clips' ids and bank indices, each
+    clip's cursor template (cursor_proto: end test, first event frame, limit, duration),
+    a pick's sampling rule's index and rate (anim.engine.cmdkernel's TI_* / TF_*)."""
+    ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
+    for j in range(len(ids)):
+        ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]
+        ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = protos[j][1], protos[j][5]
+        tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = protos[j][7], protos[j][6]
+    ti[CK.TI_SAMPLING] = sampling
+    tf[CK.TF_PICK_RATE] = rate
 
 
 def _plan(command: Command, opts: PlayerOptions) -> tuple | None:
@@ -761,12 +791,5 @@ class _Templates:
         pick's four, a direction's eight): their ids, banks, and each clip's cursor
         template; a pick's sampling rule's index and rate."""
         row = self.base[k]
-        ti, tf = self.reg.ti[row], self.reg.tf[row]
-        ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
-        for j in range(len(ids)):
-            ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]
-            ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = protos[j][1], protos[j][5]
-            tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = protos[j][7], protos[j][6]
-        ti[CK.TI_SAMPLING] = sampling
-        tf[CK.TF_PICK_RATE] = rate
+        blend_row(self.reg.ti[row], self.reg.tf[row], op, flags, held, ids, banks, protos, sampling, rate)
         self.known[k] = True

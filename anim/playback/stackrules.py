@@ -25,6 +25,7 @@ from scuffle.anim.maths.f32 import FLT_MAX as _F32_MAX
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.engine.stack import (QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool,
                                       check_human)
+from scuffle.anim.engine.cmdkernel import rows_written
 from scuffle.anim.engine.store import Stores, Table, near_hints
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
@@ -51,7 +52,6 @@ _FadeTask = FadeTask
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
-_ROW_MASK = (1 << 31) - 1                    # change_rows' fade row, below its task row's
 _GAIT = int(TaskType.GAIT)
 
 
@@ -85,16 +85,15 @@ class StackRules:
         self.direct_change: Callable | None = None
 
     def _fade_bound(self, ts: Table, f: FadeTask, got: int) -> int:
-        """Fade handle ``f`` bound to the rows ``direct_change`` wrote (``got``: its task row
-        << 32 | its fade row << 1 | a pool flag newly set), as write_task_row and
-        write_fade_row bind one (tasks.bind_row), its pool flag counted when newly set
-        (TaskPool.counted). Returns its task row."""
-        fr = got >> 32
+        """Fade handle ``f`` bound to the rows ``direct_change`` wrote (``got``: cmdkernel
+        .rows_written's), as write_task_row and write_fade_row bind one (tasks.bind_row), its
+        pool flag counted when newly set (TaskPool.counted). Returns its task row."""
+        fr, r, newly = rows_written(got)
         bind_row(ts, f, fr)
         fades = f.store = self.stores.fades
-        r = f.row = (got >> 1) & _ROW_MASK
+        f.row = r
         f.gen = fades.m_gen[r]
-        if got & 1:
+        if newly:
             self.pool.counted(fr)
         return fr
 
@@ -369,12 +368,7 @@ class StackRules:
                     f.gen = fades.m_gen[r]
                     pool.take_row(fr)
                     ts.m_incoming[fr] = tr               # f.incoming = task
-                    ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
-                    for i in range(b + n, b, -1):
-                        ms[i] = ms[i - 1]
-                    ms[b] = tr
-                    ms[b + n + 1] = fr
-                    h.m_depth[s] = n + 2
+                    batch.change_rows(inst, tr, fr)      # insert_bottom and push: the two slots
                     placed = ts.m_placed
                     placed[tr] = True
                     placed[fr] = True

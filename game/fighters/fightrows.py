@@ -446,8 +446,8 @@ def log_of(t: Any, counters: Any) -> tuple:
               f"{w}.texts", "not distinct short texts")
         _TEXTS_CHECKED[0] = texts
     out = np.zeros(5, np.int64)
-    code = kcall(check_tagged_rows, t.live.view(np.int8), head, count, t.n, t.kind, t.value, t.human, t.what, len(texts),
-                             out)
+    code = kcall(check_tagged_rows, t.live.view(np.int8), head, count, t.n, t.kind, t.value, t.human, t.what,
+                 len(texts), out)
     r = int(out[1])
     _need(code != 1, "table.log.live", f"not the {count} rows in use from row {head} on (row {r})")
     _need(code != 2, f"table.log.human[{r}]", f"a text index past the {len(texts)} texts")

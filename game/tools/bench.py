@@ -1594,10 +1594,10 @@ def _first_step(progress=None, interpreted: bool = True) -> dict:
     import sys
     import tempfile
 
-    from scuffle.anim.engine import interpret
+    from scuffle.anim.engine import coldstart, interpret
 
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, NUMBA_CACHE_DIR=d, SCUFFLE_COMPILE_REST="1")
+        env = dict(os.environ, NUMBA_CACHE_DIR=d, **{coldstart.REST_ENV: "1"})
         env[interpret.ENV] = "1" if interpreted else "0"
         code = ("import json, sys; from scuffle.game.tools.bench import fresh_first_step; "
                 "print(json.dumps(fresh_first_step(float(sys.argv[1]))))")
@@ -2164,7 +2164,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"  then {first['interpreted_updates']} updates as Python at 30 a second (median "
                   f"{first['interpreted_update_ms']} ms CPU) until the background compile ended, "
                   f"{first['compiled_after_s']} s after the launch (its CPU {first['background_cpu_s']} s); "
-                  f"the dearest of the next five updates {first['switch_update_ms']} ms (numba loading the "
+                  f"the dearest of the next {AFTER_COMPILED} updates {first['switch_update_ms']} ms (numba loading the "
                   f"kernels from its cache)", file=text)
         crowd_first = _first_step(progress=sys.stderr, interpreted=False)
         r["first_step_compiled"] = crowd_first
