@@ -28,8 +28,10 @@ about a microsecond per timer, which the first pass's figures do not carry: that
 mean CPU per update is ``stage_pass_cpu_ms_mean``); the flush's own CPU from as many
 updates more with one timer around it and none inside (``flush_cpu_ms``, the flush goal's
 figure; a third pass); the update after one human joins and one leaves against a
-steady update (``join_leave_ratio``, medians of JOIN_LEAVE_TRIALS pairs, between the first
-and the second pass); Python outside the kernels (``python_cpu_ms``: the first pass's mean
+steady update (``join_leave_ratio``, medians of JOIN_LEAVE_TRIALS pairs, as many on even
+updates as on odd ones, between the first and the second pass); at 2 humans the fight's
+mean over FIGHT_UPDATES whole updates more (``fight_cpu_ms_mean``, the fighters goal's
+figure: ``_fight_pass``); Python outside the kernels (``python_cpu_ms``: the first pass's mean
 CPU per update less the kernels' CPU of the second); the kernels
 alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work on the reference
 engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.reference; fewer
@@ -934,7 +936,8 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
 
 
 def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1,
-         settle: bool = True, stage_pass: bool = True, threads: int = 1, layout: bool = False):
+         settle: bool = True, stage_pass: bool = True, threads: int = 1, layout: bool = False,
+         fight_updates: int = 0):
     """Build the crowd, warm it up, settle the collector, then time ``updates`` whole
     updates with nothing of the bench's inside them (the per-update figures, the
     collector's, and every figure of the crowd's state: the checksum, the counts, the
@@ -942,7 +945,9 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
     system, stage and kernel wrapped by a timer (their shares and ms: each timer costs
     about a microsecond, which the first pass's figures do not carry); with ``layout``
     (compiled, one thread) last the kernels on the crowd's rows as they lie and
-    renumbered into walk order (game.tools.layout.layout_pass: ``layout``)."""
+    renumbered into walk order (game.tools.layout.layout_pass: ``layout``). At 2 humans,
+    ``fight_updates`` more whole updates after the first pass's figures (``_fight_pass``:
+    the fighters goal's figure)."""
     compiled = engine == "compiled"
     game = build_crowd(n, crowd, engine, seed, threads)
     player = game.player
@@ -1036,6 +1041,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             shapes[key] = shapes.get(key, 0) + 1
         insts = [game.instance(nm) for nm, _ in game.humans()]
         leak = player.pool.in_use - player.tasks_out(insts)
+        if n == 2 and fight_updates > 0:
+            extra.update(_fight_pass(game, fight_updates))
         extra.update(_join_leave(game))
         # the second pass: the same number of updates on from there, every stage timed
         stages: dict[str, float] = {}
@@ -1100,25 +1107,34 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         game.close()
 
 
-JOIN_LEAVE_TRIALS = 9                 # pairs of a steady update and one after a join and a leave
+JOIN_LEAVE_TRIALS = 12                # pairs of a steady update and one after a join and a leave (even:
+                                      # as many of each on even updates as on odd ones, _join_leave)
 
 
-def _join_leave(game, trials: int = JOIN_LEAVE_TRIALS) -> dict:
+def _join_leave(game, trials: int = JOIN_LEAVE_TRIALS, clock=time.process_time) -> dict:
     """The update after one human joins and one leaves, against a steady update (CPU,
     medians over ``trials`` pairs): each pair times one update, then adds a human (on the
     first human's anim set, standing apart) and removes the one the pair before added, then
-    times the next update. ``join_leave_ratio`` the after over the steady;
-    ``join_leave_after_cpu_ms``, ``join_leave_steady_cpu_ms``, and
-    ``join_leave_calls_cpu_us`` (the add_human and remove_human calls themselves). The
-    Game's crowd is as it was after (the last newcomer removed)."""
+    times the next update. Every second pair starts one untimed update later, so that the
+    steady and the after updates each fall on even and odd updates alike: the realistic
+    crowd issues its commands as one batch on even updates and one call each on odd ones
+    (RealisticCrowd), which a pair always on the same two would compare instead of the join
+    and the leave. ``join_leave_ratio`` the after over the steady;
+    ``join_leave_after_cpu_ms``, ``join_leave_steady_cpu_ms``, ``join_leave_calls_cpu_us``
+    (the add_human and remove_human calls themselves) and ``join_leave_even_share`` (the
+    share of the timed updates that were even: one half for an even ``trials``), read on
+    ``clock``. The Game's crowd is as it was after (the last newcomer removed)."""
     first = game.humans()[0][0]
     aset = game.instance(first).anim_set
-    clock = time.process_time
     name = "bench-join-0"
     game.add_human(name, aset, (0.0, -1000.0, 0.0), 0.0)
     game.step()
     steady, after, calls = [], [], []
+    even = 0
     for k in range(1, trials + 1):
+        if k % 2 == 0:
+            game.step()                                   # (this pair on the other parity)
+        even += game.ctx.updates_run % 2 == 0
         c0 = clock()
         game.step()
         steady.append(clock() - c0)
@@ -1127,6 +1143,7 @@ def _join_leave(game, trials: int = JOIN_LEAVE_TRIALS) -> dict:
         game.remove_human(name)
         calls.append(clock() - c0)
         name = f"bench-join-{k}"
+        even += game.ctx.updates_run % 2 == 0
         c0 = clock()
         game.step()
         after.append(clock() - c0)
@@ -1135,7 +1152,29 @@ def _join_leave(game, trials: int = JOIN_LEAVE_TRIALS) -> dict:
     s, a = median(steady) * 1000.0, median(after) * 1000.0
     return {"join_leave_steady_cpu_ms": round(s, 4), "join_leave_after_cpu_ms": round(a, 4),
             "join_leave_ratio": round(a / s, 3) if s > 0 else None,
-            "join_leave_calls_cpu_us": round(median(calls) * 1e6, 2)}
+            "join_leave_calls_cpu_us": round(median(calls) * 1e6, 2),
+            "join_leave_even_share": round(even / (2 * trials), 4) if trials else None}
+
+
+FIGHT_UPDATES = 3000                  # the 2 fighters' long pass (_fight_pass): 100 s of a fight
+
+
+def _fight_pass(game, updates: int) -> dict:
+    """The 2 fighters' mean CPU per update over ``updates`` more updates, timed whole (the
+    fighters goal's figure, ``fight_cpu_ms_mean``; its median and p90 beside): the fight's
+    approaches, strikes, grabs, throws and get-ups in their share, where the first pass's
+    few updates hold the fight's first seconds (its approach, each move's first use).
+    ``fight_updates`` the number timed."""
+    clock = time.process_time
+    cpu = []
+    for _ in range(updates):
+        c0 = clock()
+        game.step()
+        cpu.append(clock() - c0)
+    ms = np.array(cpu) * 1000.0
+    return {"fight_updates": updates, "fight_cpu_ms_mean": round(float(ms.mean()), 4),
+            "fight_cpu_ms_median": round(float(np.median(ms)), 4),
+            "fight_cpu_ms_p90": round(float(np.percentile(ms, 90)), 4)}
 
 
 def _flush_pass(game, updates: int) -> float | None:
@@ -1689,14 +1728,17 @@ def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, set
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
-              seed: int = 1, settle: bool = True, threads: int = 1, memory: bool = True, layout: bool = False) -> dict:
+              seed: int = 1, settle: bool = True, threads: int = 1, memory: bool = True, layout: bool = False,
+              fight_updates: int = FIGHT_UPDATES) -> dict:
     """Run the benchmark for one crowd size; returns the report dict (module docstring);
     ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
     objects it froze); ``threads`` the compiled engine's (PlayerOptions.threads; the
     reference engine runs on one); ``memory`` also runs the crowd alone in a fresh
     process for its peak memory (``crowd_memory``: a few seconds more); ``layout`` also
     times the kernels on the crowd's rows renumbered into walk order (``layout``:
-    game.tools.layout). Rejected: an unknown crowd (ValueError naming it)."""
+    game.tools.layout); ``fight_updates`` the 2 fighters' long pass (``_fight_pass``; 0:
+    none, and the fighters goal reads the first pass's mean). Rejected: an unknown crowd
+    (ValueError naming it)."""
     from scuffle.anim.playback.warmup import compile_kernels
 
     if crowd not in CROWDS:
@@ -1707,7 +1749,8 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
     anchor = run_anchor(max(humans, 1000))
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
-                                                          settle=settle, threads=threads, layout=layout)
+                                                          settle=settle, threads=threads, layout=layout,
+                                                          fight_updates=fight_updates)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     crowd_mb = _crowd_memory(humans, updates, crowd, seed, threads, settle) if memory else None
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
@@ -1871,7 +1914,10 @@ GOAL_NOTES = (
 
 def _figure(key: str, r: dict):
     """One goal's figure in one size's report (None: that report does not measure it)."""
-    if key in ("fighters_cpu_ms", "humans_1000_cpu_ms", "humans_10000_cpu_ms"):
+    if key == "fighters_cpu_ms":         # the long pass's, where it ran (_fight_pass)
+        f = r.get("fight_cpu_ms_mean")
+        return f if f is not None else r.get("cpu_ms_mean")
+    if key in ("humans_1000_cpu_ms", "humans_10000_cpu_ms"):
         return r.get("cpu_ms_mean")
     if key == "flush_ms":                # the flush pass's (no timer inside), else the stage pass's
         f = r.get("flush_cpu_ms")
@@ -1966,7 +2012,8 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1, settle: bool = True, threads: int = 1, progress=None, layout: bool = False) -> list[dict]:
+           seed: int = 1, settle: bool = True, threads: int = 1, progress=None, layout: bool = False,
+           fight_updates: int = FIGHT_UPDATES) -> list[dict]:
     """One fresh process per crowd size (so each peak memory is its own); ``progress`` (a
     text stream) gets a line per size and dots while it runs."""
     import subprocess
@@ -1975,7 +2022,8 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: st
     out = []
     for i, n in enumerate(sizes, 1):
         cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
-               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed), "--threads", str(threads)]
+               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed), "--threads", str(threads),
+               "--fight-updates", str(fight_updates)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
         if not settle:
@@ -1999,6 +2047,10 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweep", action="store_true", help=f"run the sizes {', '.join(map(str, SWEEP))}")
     p.add_argument("--updates", type=int, default=60, metavar="U", help="updates to time (default 60)")
     p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the reference engine (plain Python)")
+    p.add_argument("--fight-updates", type=int, default=FIGHT_UPDATES, metavar="U",
+                   help=f"at 2 humans, updates more timed whole after the first pass: the fighters goal's figure, "
+                        f"the fight's mean over its exchanges (default {FIGHT_UPDATES}; 0: none, the goal then reads "
+                        f"the first pass's mean)")
     p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
     p.add_argument("--no-compile-time", action="store_true",
                    help="skip measuring the first step on a fresh install (two fresh processes on "
@@ -2080,6 +2132,10 @@ def _print_one(r: dict, out) -> None:
         print(f"a level load (CPU medians of {LOAD_BUILDS} builds): Game() {lv['game_ms']} ms, add_human "
               f"{lv['add_human_ms']} ms a human, Fight() over two {lv['fight_ms']} ms, the first step "
               f"{lv['first_step_ms']} ms, a later one {lv['later_step_ms']} ms", file=out)
+    if r.get("fight_cpu_ms_mean") is not None:
+        print(f"the fight over {r['fight_updates']} updates more (the fighters goal's figure): "
+              f"{r['fight_cpu_ms_mean']} ms CPU per update mean (median {r['fight_cpu_ms_median']}, "
+              f"p90 {r['fight_cpu_ms_p90']}); the first pass's {r['updates']}: mean {r.get('cpu_ms_mean')}", file=out)
     if r.get("join_leave_ratio") is not None:
         print(f"the update after one human joins and one leaves: {r['join_leave_after_cpu_ms']} ms CPU against "
               f"{r['join_leave_steady_cpu_ms']} steady ({r['join_leave_ratio']}x; the two calls "
@@ -2124,6 +2180,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CliError(f"--scalar-updates {args.scalar_updates}: at most {MAX_UPDATES}")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
+    fight_updates = getattr(args, "fight_updates", FIGHT_UPDATES)
+    if not 0 <= fight_updates <= MAX_UPDATES:
+        raise CliError(f"--fight-updates {fight_updates}: expected 0 to {MAX_UPDATES}")
     threads = getattr(args, "threads", 1)
     if not 1 <= threads <= 1024:
         raise CliError(f"--threads {threads}: expected 1 to 1024")
@@ -2136,13 +2195,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         load0 = os.getloadavg()[0]
         r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed,
                       settle=not getattr(args, "no_settle", False), threads=threads,
-                      layout=getattr(args, "layout", False))
+                      layout=getattr(args, "layout", False), fight_updates=fight_updates)
         r["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         _print_one(r, text)
         runs = [r]
     else:
         runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False),
-                      threads, progress=sys.stderr, layout=getattr(args, "layout", False))
+                      threads, progress=sys.stderr, layout=getattr(args, "layout", False),
+                      fight_updates=fight_updates)
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)

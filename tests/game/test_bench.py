@@ -291,6 +291,75 @@ def test_the_join_leave_figure_leaves_the_crowd_as_it_was():
         game.close()
 
 
+@pytest.mark.parametrize("start", [0, 1])
+def test_the_join_leave_pairs_time_even_and_odd_updates_alike(start, monkeypatch):
+    """The realistic crowd issues its commands as a batch on even updates and one call
+    each on odd ones: the timed steady updates and the timed updates after a join and a
+    leave each fall on both parities, as many on each, whatever the update it starts at."""
+    from scuffle.game.tools import bench
+
+    game = build_crowd(24, "realistic", seed=2)
+    try:
+        for _ in range(3 + start):
+            game.step()
+        timed: list[int] = []
+        real_step = game.step
+
+        def step():                                   # the update each clock pair brackets
+            timed.append(game.ctx.updates_run)
+            real_step()
+        monkeypatch.setattr(game, "step", step)
+        reads: list[int] = []
+
+        def reading():
+            reads.append(len(timed))
+            return float(len(reads))
+        r = bench._join_leave(game, trials=4, clock=reading)
+        monkeypatch.undo()
+        # the updates between a clock pair's two readings: the pairs' steady, calls, after in turn
+        spans = [timed[a:b] for a, b in zip(reads[0::2], reads[1::2])]
+        steady, after = [s[0] for s in spans[0::3]], [s[0] for s in spans[2::3]]
+        assert all(len(s) == 1 for s in spans[0::3] + spans[2::3]) and not any(spans[1::3])
+        assert [u % 2 for u in steady].count(0) == 2 and [u % 2 for u in after].count(0) == 2
+        assert all(a == s + 1 for s, a in zip(steady, after))      # the after right after its steady
+        assert r["join_leave_even_share"] == 0.5
+    finally:
+        game.close()
+
+
+def test_the_fight_pass_times_the_two_fighters_on_and_the_goal_reads_it():
+    """At 2 humans the run times ``fight_updates`` whole updates more after the first
+    pass (their mean, median and p90), which the fighters goal reads; at another size,
+    or with none, the goal reads the first pass's mean."""
+    from scuffle.game.tools.bench import _fight_pass, _run
+
+    game = build_crowd(2, "realistic", seed=1)
+    try:
+        before = game.update
+        r = _fight_pass(game, 7)
+        assert game.update == before + 7 and r["fight_updates"] == 7
+        assert 0 < r["fight_cpu_ms_median"] <= r["fight_cpu_ms_p90"] and r["fight_cpu_ms_mean"] > 0
+    finally:
+        game.close()
+    *_, extra = _run(2, 3, crowd="realistic", stage_pass=False, fight_updates=5)
+    assert extra["fight_updates"] == 5 and extra["fight_cpu_ms_mean"] > 0
+    *_, none = _run(2, 3, crowd="realistic", stage_pass=False)
+    assert "fight_cpu_ms_mean" not in none
+    *_, crowd = _run(4, 3, crowd="realistic", stage_pass=False, fight_updates=5)
+    assert "fight_cpu_ms_mean" not in crowd
+    reports = [{"humans": 2, "crowd": "realistic", "cpu_ms_mean": 0.07, "fight_cpu_ms_mean": 0.045}]
+    fighters = {r["key"]: r for r in goals_table(reports)}["fighters_cpu_ms"]
+    assert fighters["figure"] == 0.045 and fighters["met"] is True
+    del reports[0]["fight_cpu_ms_mean"]
+    fighters = {r["key"]: r for r in goals_table(reports)}["fighters_cpu_ms"]
+    assert fighters["figure"] == 0.07 and fighters["met"] is False
+
+
+def test_bench_refuses_a_fight_pass_out_of_range():
+    p = run_scuffle("bench", "--humans", "2", "--fight-updates", "-1")
+    assert p.returncode == 2 and "--fight-updates" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_a_level_load_times_each_step_of_a_fights_build():
     """level_load: the CPU medians of a new Game, a human's add_human, Fight() over the
     two, the first step and a later one, each a positive number of ms; the first step
