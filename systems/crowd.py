@@ -166,7 +166,8 @@ class Crowd:
     the first ``len(bodies)``). Sized to the body table: ``pose_col`` (body row -> pose
     column, -1: none), ``idle`` (rows no human of this world moves: free rows and bodies
     without a pose), ``strays`` (the rows of bodies without a pose). ``posed`` the entities
-    as the last pose laid them out (PoseRef.row reads it). ``version`` counts the changes.
+    as the last pose laid them out (PoseRef.row reads it). ``version`` counts the changes,
+    ``rebuilds`` the whole reads (``rebuild``: after one a view may hold another row).
     """
 
     def __init__(self, ctx: Any):
@@ -185,6 +186,7 @@ class Crowd:
         self.strays = np.zeros(0, np.int64)
         self.posed: list[int] = self.entities
         self.version = 0
+        self.rebuilds = 0                       # the times the crowd was read again whole (rebuild)
         self._seen: list | None = None          # the probe's list when the crowd last matched the world
         # the FiredLists over these lists whose entries are not made yet (weak: a list no
         # one holds is not kept), made before a join or a leave moves the lists
@@ -389,6 +391,7 @@ class Crowd:
         human row given back, as ``Game.remove_human`` does)."""
         ctx = self.ctx
         self._stale = False
+        self.rebuilds += 1                      # (views may hold other rows now: a restore's, a rehome's)
         self._unposed()
         humans = sorted(esper.get_components(Animator, PoseRef, FiredEvents))
         bodies = sorted(esper.get_component(Body))

@@ -564,7 +564,7 @@ class Player:
         touched = self._touched(done) if done and listed else []
         if self._gone:
             if self.released_log:                   # a human forgotten mid-flush: its ids made now
-                self.make_released()
+                self.make_released(self._gone)
             self._gone.clear()
         self._raise_failed()
         return touched
@@ -875,14 +875,25 @@ class Player:
         if log and log[-1] is op[0]:
             log[-1] = (op[0][0].copy(), op[0][1].copy())
 
-    def make_released(self) -> None:
+    def make_released(self, rows: dict | None = None) -> None:
         """Append the released ids of ``released_log`` to each human's ``released`` list
-        (in release order), all at once: CharacterInstance.released calls it when read."""
+        (in release order), all at once: CharacterInstance.released calls it when read.
+        ``rows`` (human row -> instance: the humans forgotten in this flush, whose rows a
+        newcomer may take): theirs alone, the others' left in the log, in order, to be
+        made when read."""
         log, self.released_log = self.released_log, []
         if not log:
             return
         h = np.concatenate([c[0] for c in log]) if len(log) > 1 else log[0][0]
         a = np.concatenate([c[1] for c in log]) if len(log) > 1 else log[0][1]
+        if rows is not None:
+            mine = h == next(iter(rows)) if len(rows) == 1 else np.isin(h, np.fromiter(rows, np.int64, len(rows)))
+            if not mine.all():
+                rest = ~mine
+                self.released_log = [(h[rest], a[rest])]
+                h, a = h[mine], a[mine]
+                if not len(h):
+                    return
         order = np.argsort(h, kind="stable")
         hs, al = h[order], a[order].tolist()
         cuts = (np.flatnonzero(hs[1:] != hs[:-1]) + 1).tolist()

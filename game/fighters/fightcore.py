@@ -201,14 +201,25 @@ class FightCore:
         the per-update loops: read again only when the world's humans or names changed
         (the crowd's and the names' versions, the world's dict of components), a change
         made in esper behind the Game's back seen first (``Game._see``, as ``humans()``
-        does); the same tuple otherwise, with no list nor look-up made per update."""
+        does); the same tuple otherwise, with no list nor look-up made per update, and
+        the same tuple again when it reads the same humans with the same components'
+        dicts (another pair's human joined or left), so that what is kept by the tuple
+        stays (FightStates' rows, which also ask whether the crowd was read again whole:
+        the dicts are esper's own, read live, while the views' rows may have moved)."""
         game = self._lookup.__self__
         game._see()
         ents = game._entities
         key = (game.ctx.crowd.version, game.names.version)
         kept = self.__dict__.get("_parts_kept")
         if kept is None or kept[0] != key or kept[1] is not ents:
-            parts = tuple((e, ents[e]) for _, e in self.game.humans())
+            was = kept[2] if kept is not None and kept[1] is ents else None
+            humans = self.game.humans()
+            get = ents.get
+            if was is not None and len(was) == len(humans) and all(
+                    e == p[0] and get(e) is p[1] for (_, e), p in zip(humans, was)):
+                parts = was
+            else:
+                parts = tuple((e, ents[e]) for _, e in humans)
             kept = self._parts_kept = (key, ents, parts)
         return kept[2]
 

@@ -46,6 +46,12 @@ class FightStates:
         self.fights: list = []
         # (the fights' parts, the three tables and their blocks, the rows and generations)
         self.kept: tuple | None = None
+        # fight -> (its parts, its humans' tables, rows and generations): kept while its
+        # ``_parts`` gives the same tuple (a join or a leave elsewhere reads no other fight's)
+        # and the crowd was not read again whole (``per_of``: Crowd.rebuilds; a restore
+        # that moved a view, a change behind the Game's back)
+        self.per: dict = {}
+        self.per_of = -1
 
     def __call__(self, ctx: Any) -> None:
         fights = self.fights
@@ -63,7 +69,11 @@ class FightStates:
         order, or None when the pass cannot stand for the fights' own functions (another
         rule, the functions replaced, fights on several worlds, two tables of a kind, a
         human twice). Found again only when the world's humans or names changed (the
-        key each fight's ``_parts`` keeps) or a table's arrays were replaced (its block is another)."""
+        key each fight's ``_parts`` keeps) or a table's arrays were replaced (its block is
+        another); then each fight's rows are read from its views again only when its
+        ``_parts`` is another tuple (its humans changed), the crowd was read whole since
+        (``Crowd.rebuilds``: a view may hold another row) or the last pass found a stale
+        view (``one_pass``), so that a join or a leave reads no other pair's views."""
         fights = self.fights
         for f in fights:
             if f.locomotion_stop != _MASK or not getattr(type(f)._state_velocities, "one_pass", False):
@@ -77,24 +87,27 @@ class FightStates:
             blocks = kept[4]
             if blocks[0] is ct.block and blocks[1] is bt.block and blocks[2] is ht.block:
                 return kept[5]
-        ct = bt = ht = None
-        cr, br, hr, cg, bg, hg = [], [], [], [], [], []
+        if self.per_of != game.ctx.crowd.rebuilds:
+            self.per, self.per_of = {}, game.ctx.crowd.rebuilds
+        per, fresh = self.per, {}
+        entries: list = []
         for f in fights:
             if f._lookup.__self__ is not game:
                 return None
-            for _, mine in f._parts():
-                c, b, rec = mine[Combat], mine[Body], mine[HumanRecord]
-                if ct is None:
-                    ct, bt, ht = c._table, b._table, rec.table
-                if c._table is not ct or b._table is not bt or rec.table is not ht:
-                    return None
-                cr.append(c._row)
-                br.append(b._row)
-                hr.append(rec.row)
-                cg.append(c._gen)
-                bg.append(b._gen)
-                hg.append(rec.gen)
-        if len(cr) < 2 or len(set(cr)) != len(cr) or len(set(br)) != len(br) or len(set(hr)) != len(hr):
+            parts = f._parts()
+            mine = per.get(f)
+            if mine is None or mine[0] is not parts:
+                mine = (parts, tuple(_entry(m) for _, m in parts))
+            fresh[f] = mine
+            entries.extend(mine[1])
+        self.per = fresh
+        if len(entries) < 2:
+            return None
+        ct, bt, ht = entries[0][:3]
+        if not all(e[0] is ct and e[1] is bt and e[2] is ht for e in entries):
+            return None
+        _, _, _, cr, br, hr, cg, bg, hg = zip(*entries)
+        if len(set(cr)) != len(cr) or len(set(br)) != len(br) or len(set(hr)) != len(hr):
             return None
         # the generations as bytes (a human table's are a list: read through one itemgetter)
         got = (ct, bt, ht, np.array(cr, np.intp), np.array(br, np.intp), np.array(hr, np.intp),
@@ -110,6 +123,7 @@ class FightStates:
             return False
         ct, bt, ht, cr, br, hr, cg, bg, hg = got
         if ct.gen[cr].tobytes() != cg or bt.gen[br].tobytes() != bg or hg[0](ht.gen) != hg[1]:
+            self.per = {}                        # (a view moved or let go: read every fight's again next time)
             return False                         # a stale view: each function's own error
         speed = ct.move_speed[cr]
         moving = speed > 0.0
@@ -133,6 +147,13 @@ class FightStates:
         ct.impulse[cr] = imp
         bt.state_velocity[br] = vel
         return True
+
+
+def _entry(mine: dict) -> tuple:
+    """A human's (combat, body, human table, its three rows, their generations) as its
+    views hold them (``mine``: its components)."""
+    c, b, rec = mine[Combat], mine[Body], mine[HumanRecord]
+    return (c._table, b._table, rec.table, c._row, b._row, rec.row, c._gen, b._gen, rec.gen)
 
 
 def join(ctx: Any, fight: Any) -> FightStates:

@@ -10,7 +10,7 @@ import pytest
 
 from scuffle.anim.data.clip import author_clip, make_event
 from scuffle.anim.data.animset import AnimSet
-from scuffle.anim.playback.player import Player
+from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.data.rangelist import author_range
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.tasks import LoopTask, TaskType
@@ -201,6 +201,32 @@ def test_a_human_twice_in_the_instance_list():
     assert all(st[0] == st[1] for st in sa)         # the engine's pool: every task out is held
     fired = [bool(st[2][0][3]) for st in sa]        # the listed-twice human's events, per update
     assert any(fired) and not all(fired)
+
+
+def test_a_newcomer_listed_again_in_a_crowd_is_seen_by_its_row():
+    """Humans appended to a list of more than a few (a crowd's joins) take the fast way
+    unless one of them is listed already: then the rows are made again and the engine
+    knows a human is listed twice; a few newcomers and many are checked alike."""
+    from scuffle.anim.playback.batch import _FEW
+
+    aset = _set(4)
+    p = Player(PlayerOptions(pool_size=4000))
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(2 * _FEW + 4)]
+    for h in hs:
+        p.change(h, p.loop(h, 5), 0.0)
+    p.flush()
+    eng = p.batch
+    base = hs[:-4]
+    rows = eng._rows_of(base).tolist()
+    got = eng._rows_of(base + [hs[-4]])                # one newcomer: the fast way
+    assert got.tolist() == rows + [hs[-4].slot] and not eng._twice
+    got = eng._rows_of(base + [hs[-4], hs[3]])         # a listed human again: made again
+    assert got.tolist() == rows + [hs[-4].slot, hs[3].slot] and eng._twice
+    eng._rows_of(base)
+    many = base + [hs[i] for i in range(_FEW + 1)]     # more newcomers than a few, one listed
+    assert eng._rows_of(many).tolist() == [h.slot for h in many] and eng._twice
+    eng._rows_of(base)
+    assert eng._rows_of(hs).tolist() == [h.slot for h in hs] and not eng._twice
 
 
 def test_forget_and_re_add_a_human():

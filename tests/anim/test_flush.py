@@ -240,6 +240,35 @@ def test_a_human_forgotten_with_deferred_tasks():
     assert _rows_in_use(p) == (0, 0, 0, 0)
 
 
+def test_a_human_forgotten_makes_its_own_released_ids_and_leaves_the_others_to_their_read():
+    """A human forgotten after a flush released tasks of several humans: its released ids
+    are made then (its row may go to a newcomer), the others' stay in the log, in release
+    order, made when read: the same lists as read before the leave."""
+    aset = demo_set()
+    lists: list = []
+    for leave in (False, True):
+        p = Player()
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(5)]
+        for h in hs:
+            p.change(h, p.clip(h, CLIP, p.loop(h, IDLE), held=0x5), 0.0)
+        for _ in range(60):                            # until the clips end (released by the flush)
+            p.step(hs)
+            p.flush()
+            if p.released_log:
+                break
+        assert p.released_log
+        logged = int(sum(len(c[0]) for c in p.released_log))
+        if leave:
+            gone = hs[2]
+            p.cut(gone)
+            p.forget(gone)                             # its ids made now; the others' wait
+            assert gone.released and gone.released == lists[0][2]
+            left = int(sum(len(c[0]) for c in p.released_log))
+            assert 0 < left == logged - len(gone.released)
+        lists.append([h.released for h in hs])
+    assert lists[0] == lists[1] and all(lists[1])
+
+
 def test_a_snapshot_between_the_step_and_the_flush():
     """A snapshot taken after a step that deferred tasks, before their flush: restored,
     the flush releases them again to the same state, rows, pool and ids, and the updates
