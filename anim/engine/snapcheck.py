@@ -27,7 +27,8 @@ from scuffle.anim.engine.interpret import kcall
 from scuffle.anim.engine.kernel_types import (ClipFacts, IdCalls, IdHumans, IdRules, IdTasks, SnapLists, SnapPlan,
                                               SnapScratch, SnapViews)
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
-from scuffle.anim.engine.store import FRAME_COLUMNS, NO_ROW, _layout
+from scuffle.anim.engine.store import (FRAME_COLUMNS, NO_ROW, PROTO_DUR32, PROTO_END, PROTO_EVF0, PROTO_FRAMES,
+                                       PROTO_LIMIT32, _layout)
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
@@ -111,12 +112,13 @@ _FRAME = ("live", "gen", "free_rows", "n_free")
 
 def clip_facts(protos: Sequence[tuple]) -> ClipFacts:
     """``ClipFacts`` of the bank's clips from their cursor prototypes (anim.playback.cursor.cursor_proto)."""
-    nev = np.array([len(p[4]) for p in protos], np.int64)
+    nev = np.array([len(p[PROTO_FRAMES]) for p in protos], np.int64)
     first = np.concatenate(([0], np.cumsum(nev)[:-1])).astype(np.int64) if len(protos) else np.zeros(0, np.int64)
-    frames = np.array([int(f) for p in protos for f in p[4]], np.int64)
-    return ClipFacts(np.array([p[1] for p in protos], np.int64), np.array([p[7] for p in protos], np.float32),
-                     np.array([p[6] for p in protos], np.float32), np.array([p[5] for p in protos], np.int64),
-                     nev, first, frames)
+    frames = np.array([int(f) for p in protos for f in p[PROTO_FRAMES]], np.int64)
+    return ClipFacts(np.array([p[PROTO_END] for p in protos], np.int64),
+                     np.array([p[PROTO_LIMIT32] for p in protos], np.float32),
+                     np.array([p[PROTO_DUR32] for p in protos], np.float32),
+                     np.array([p[PROTO_EVF0] for p in protos], np.int64), nev, first, frames)
 
 
 

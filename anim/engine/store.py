@@ -21,7 +21,8 @@ from scuffle.anim.base.limits import BudgetError
 from scuffle.anim.engine.rules import NO_ROW, near_free_row
 from scuffle.anim.engine.writefirst import write_first
 
-__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "near_hints", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
+__all__ = ["block_arrays", "Table", "cursor_table", "PROTO_END", "PROTO_EVENTS", "PROTO_FRAMES", "PROTO_EVF0",
+           "PROTO_DUR32", "PROTO_LIMIT32", "fade_table", "gait_table", "task_table", "HumanTable", "near_hints", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world", "DIRECTIONS", "LayoutSignal", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
@@ -609,6 +610,13 @@ def near_hints(stores: "Stores", inst) -> tuple[int, int]:
         return -1, -1
     a = h.m_stack[s * h.stack_width]
     return a, stores.tasks.m_c0[a]
+
+
+# A cursor prototype's fields (anim.playback.cursor.cursor_proto: what every new cursor on a
+# clip starts from), by place: the duration, the end test's F, D - 1/60, the events and their
+# frames, the first event's frame, the duration and D - 1/60 as the float32 columns hold them.
+(PROTO_DURATION, PROTO_END, PROTO_LIMIT, PROTO_EVENTS, PROTO_FRAMES, PROTO_EVF0, PROTO_DUR32,
+ PROTO_LIMIT32) = range(8)
 
 
 def cursor_table(capacity: int = 64) -> Table:

@@ -279,7 +279,7 @@ class BatchEngine:
         if inst.engine is self:
             write_first_for(self.humans, s)
             if self.player.released_log:            # its released ids made while its row is its own
-                self.player.make_released({s: inst})
+                self.player.make_released((s,))
             inst.settle_outputs()                   # its outputs made while this engine stamps them
             self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
@@ -337,10 +337,7 @@ class BatchEngine:
             # a newcomer's row among the listed ones: a human listed twice (made again below);
             # a few newcomers compared with the listed rows one by one (a sorting isin costs
             # a crowd's worth at each join)
-            if m <= _FEW:
-                listed = set(self._rows_list)
-                clash = any(r in listed for r in added)
-            elif len(added) <= _FEW:
+            if len(added) <= _FEW:
                 clash = any(bool((rows == r).any()) for r in added)
             else:
                 clash = bool(np.isin(added, rows).any())

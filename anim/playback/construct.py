@@ -276,20 +276,17 @@ class TaskBuilder:
         self.pool.take_row(tr)
         return t
 
-    def _gait_handle(self, ts, tr: int, gr: int, on_wrap):
+    def _gait_handle(self, ts, tr: int, gr: int, newly: int, on_wrap):
         """The GaitTask handle of the rows gait_rows wrote (task row ``tr``, gait row ``gr``),
-        bound as GaitTask._made binds one (its wrap callback set; the pool's count is the
-        caller's)."""
+        bound as GaitTask._made binds one (GaitTask._bind_rows), its wrap callback set, its
+        pool flag counted when newly set (TaskPool.counted)."""
         t = new_handle(ts, GaitTask)
         bind_row(ts, t, tr)
-        gaits = t.store = self.stores.gaits
-        r = t.row = gr
-        t.gen = gaits.m_gen[r]
-        t._make_cursor = None
-        t.cstore = self.stores.cursors
-        t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
+        GaitTask._bind_rows(t, self.stores.gaits, gr, self.stores.cursors)
         if on_wrap is not None:
             t.on_wrap = on_wrap
+        if newly:
+            self.pool.counted(tr)
         return t
 
     def _handle(self, cls, ts, tr: int, crow: int, newly: int, on_end):
@@ -449,10 +446,7 @@ class TaskBuilder:
             v = 0.0 if value is None else value if value.__class__ is float else float(value)
             got = direct(ts.near, st.cursors.near, ids, banks, protos, GaitRow(rate, fl, hl, tg, v, int(value is None)))
             if got >= 0:
-                tr, gr, newly = rows_written(got)
-                if newly:
-                    pool.counted(tr)
-                return self._gait_handle(ts, tr, gr, on_wrap)
+                return self._gait_handle(ts, *rows_written(got), on_wrap)
         task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, rate,
                               target if value is None else value, target, flags, held)
         if on_wrap is not None:

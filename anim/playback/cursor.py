@@ -12,7 +12,8 @@ from __future__ import annotations
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.data.clip import Clip, Event
 from scuffle.anim.engine.sampler import CursorFlags
-from scuffle.anim.engine.store import NO_EVENT, Table, column, cursor_table
+from scuffle.anim.engine.store import (NO_EVENT, PROTO_DUR32, PROTO_END, PROTO_EVF0, PROTO_LIMIT32, Table, column,
+                                       cursor_table)
 
 __all__ = ["Cursor", "FiredEvent", "cursor_proto", "cursor_row"]
 
@@ -32,8 +33,9 @@ class FiredEvent:
 def cursor_proto(clip: Clip, all_events: bool) -> tuple:
     """What every new cursor on ``clip`` starts from: (duration, F, D - 1/60, its events and
     their frames sorted by frame (type 8's too when ``all_events``), the first event's
-    frame or NO_EVENT, the duration and D - 1/60 as the float32 columns hold them). The
-    clip keeps the parts (Clip.timing, Clip.dispatched_by_frame)."""
+    frame or NO_EVENT, the duration and D - 1/60 as the float32 columns hold them: read by
+    anim.engine.store's PROTO_* places). The clip keeps the parts (Clip.timing,
+    Clip.dispatched_by_frame)."""
     end, limit = clip.timing()
     evs, frames = clip.events_by_frame() if all_events else clip.dispatched_by_frame()
     # and the float32 values the columns hold (rounded to nearest once, as numpy's cast
@@ -58,13 +60,13 @@ def cursor_row(st: Table, bank_index: int, anim_id: int, flags: int, proto: tupl
         views = st.row_views = tuple(getattr(st, "m_" + name) for name in _ROW_COLUMNS)
     m_end, m_limit, m_dur, m_bank, m_anim, m_flags, m_evf0, m_evf, m_t, m_frame, m_ev, m_at_end = views
     # the numbers are the clip's (float32 values, ints)
-    m_end[r] = proto[1]
-    m_limit[r] = proto[7]
-    m_dur[r] = proto[6]
+    m_end[r] = proto[PROTO_END]
+    m_limit[r] = proto[PROTO_LIMIT32]
+    m_dur[r] = proto[PROTO_DUR32]
     m_bank[r] = bank_index
     m_anim[r] = anim_id
     m_flags[r] = flags
-    evf0 = proto[5]
+    evf0 = proto[PROTO_EVF0]
     m_evf0[r] = evf0
     m_evf[r] = evf0
     m_t[r] = 0.0                                          # restarted: time 0, no event passed

@@ -40,7 +40,7 @@ from __future__ import annotations
 from sys import getrefcount as _refs
 from operator import is_not as _is_not
 from operator import itemgetter as _itemgetter
-from typing import Any, Callable, Iterable, Sequence, cast
+from typing import Any, Callable, Collection, Iterable, Sequence, cast
 from weakref import getweakrefcount as _weakrefs
 
 import numpy as np
@@ -875,12 +875,11 @@ class Player:
         if log and log[-1] is op[0]:
             log[-1] = (op[0][0].copy(), op[0][1].copy())
 
-    def make_released(self, rows: dict | None = None) -> None:
+    def make_released(self, rows: Collection[int] | None = None) -> None:
         """Append the released ids of ``released_log`` to each human's ``released`` list
         (in release order), all at once: CharacterInstance.released calls it when read.
-        ``rows`` (human row -> instance: the humans forgotten in this flush, whose rows a
-        newcomer may take): theirs alone, the others' left in the log, in order, to be
-        made when read."""
+        ``rows`` (human rows: of humans forgotten, whose rows a newcomer may take): theirs
+        alone, the others' left in the log, in order, to be made when read."""
         log, self.released_log = self.released_log, []
         if not log:
             return

@@ -38,7 +38,7 @@ from scuffle.anim.playback.recipe import (_BLENDS, _CHANGE, _DIRECTION, _GAIT, _
                                           _value, check_params, expand)
 from scuffle.anim.engine.rules import NEAR_ROWS, change_room
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
-from scuffle.anim.engine.store import Stores, _fast_view
+from scuffle.anim.engine.store import (PROTO_DUR32, PROTO_END, PROTO_EVF0, PROTO_LIMIT32, Stores, _fast_view)
 from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call
 from scuffle.anim.engine.trusted import entry_point, first_call
 
@@ -555,9 +555,9 @@ class RecipeRules:
         if kv is None:
             return -1
         args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint,
-                ClipRow(ttype, rate, flags, held, proto[1], proto[7], proto[6], bank, anim, cflags, proto[5]))
-        call = self._direct_entry.get("clip_rows")
-        return call(*args) if call is not None else self._direct_first("clip_rows", args)
+                ClipRow(ttype, rate, flags, held, proto[PROTO_END], proto[PROTO_LIMIT32], proto[PROTO_DUR32], bank, anim,
+                        cflags, proto[PROTO_EVF0]))
+        return self._direct("clip_rows", args)
 
     def gait_rows(self, t_hint: int, c_hint: int, ids, banks, protos, gait: GaitRow) -> int:
         """A handle constructor's gait written in one compiled call (anim.engine.cmdkernel
@@ -572,8 +572,7 @@ class RecipeRules:
             return -1
         ti, tf = self._gait_template(ids, banks, protos)
         args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint, ti, tf, gait)
-        call = self._direct_entry.get("gait_rows")
-        return call(*args) if call is not None else self._direct_first("gait_rows", args)
+        return self._direct("gait_rows", args)
 
     def _gait_template(self, ids, banks, protos) -> tuple[np.ndarray, np.ndarray]:
         """A gait's five clips as one template row (``ti``, ``tf``: a prepared gait step's,
@@ -600,14 +599,16 @@ class RecipeRules:
         if kv is None:
             return -1
         args = (kv[5], kv[3], kv[6], kv[15], slot, n, speed, duration, tr, aid)
-        call = self._direct_entry.get("change_rows")
-        return call(*args) if call is not None else self._direct_first("change_rows", args)
+        return self._direct("change_rows", args)
 
-    def _direct_first(self, name: str, args: tuple) -> int:
-        """A handle call's compiled writer ``name`` called while no entry point is kept: -1
-        (nothing written) when it is not ready (``_direct_ready``), else its answer, and
-        its entry point kept for the next calls (none while a cold start runs the kernels
-        as Python: trusted.first_call)."""
+    def _direct(self, name: str, args: tuple) -> int:
+        """A handle call's compiled writer ``name`` (anim.engine.cmdkernel) called on
+        ``args``: through its kept entry point; the first time -1 (nothing written) when it
+        is not ready (``_direct_ready``), else its answer, and its entry point kept for the
+        next calls (none while a cold start runs the kernels as Python: trusted.first_call)."""
+        call = self._direct_entry.get(name)
+        if call is not None:
+            return call(*args)
         if not self._direct_ready(name):
             return -1
         got, entry = first_call(getattr(CK, name), args, self.batch.humans.in_use)
@@ -668,8 +669,9 @@ def blend_row(ti: np.ndarray, tf: np.ndarray, op: int, flags: int, held: int, id
     ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
     for j in range(len(ids)):
         ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]
-        ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = protos[j][1], protos[j][5]
-        tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = protos[j][7], protos[j][6]
+        p = protos[j]
+        ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = p[PROTO_END], p[PROTO_EVF0]
+        tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = p[PROTO_LIMIT32], p[PROTO_DUR32]
     ti[CK.TI_SAMPLING] = sampling
     tf[CK.TF_PICK_RATE] = rate
 
@@ -781,9 +783,10 @@ class _Templates:
         duration, first event frame), its bank index, id, cursor flags; the task's rate."""
         ti, tf = self.reg.ti[row], self.reg.tf[row]
         ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
-        ti[CK.TI_END], ti[CK.TI_BANK], ti[CK.TI_AID] = proto[1], bank, aid
-        ti[CK.TI_CFLAGS], ti[CK.TI_EVF0] = flags & _CURSOR_INT, proto[5]
-        tf[CK.TF_BLEND], tf[CK.TF_LIMIT], tf[CK.TF_DUR], tf[CK.TF_RATE] = blend, proto[7], proto[6], rate
+        ti[CK.TI_END], ti[CK.TI_BANK], ti[CK.TI_AID] = proto[PROTO_END], bank, aid
+        ti[CK.TI_CFLAGS], ti[CK.TI_EVF0] = flags & _CURSOR_INT, proto[PROTO_EVF0]
+        tf[CK.TF_BLEND], tf[CK.TF_LIMIT], tf[CK.TF_DUR], tf[CK.TF_RATE] = (blend, proto[PROTO_LIMIT32],
+                                                                           proto[PROTO_DUR32], rate)
 
     def set_blend(self, k: int, op: int, flags: int, held: int, ids, banks, protos, sampling: int = 0,
                   rate: float = 0.0) -> None:

@@ -30,7 +30,7 @@ from scuffle.anim.engine.store import Stores, Table, near_hints
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, not_a_task, take_place,
-                    _MADE_ON_READ, bind_row, task_at, write_fade_row, write_task_row)
+                    _MADE_ON_READ, bind_own, bind_row, task_at, write_fade_row, write_task_row)
 from scuffle.anim.engine.rules import change_room
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,18 +84,15 @@ class StackRules:
         # None: the Python writers alone
         self.direct_change: Callable | None = None
 
-    def _fade_bound(self, ts: Table, f: FadeTask, got: int) -> int:
+    def _fade_bound(self, ts: Table, f: FadeTask, got: int) -> None:
         """Fade handle ``f`` bound to the rows ``direct_change`` wrote (``got``: cmdkernel
-        .rows_written's), as write_task_row and write_fade_row bind one (tasks.bind_row), its
-        pool flag counted when newly set (TaskPool.counted). Returns its task row."""
+        .rows_written's) as the Python writers bind one (tasks.bind_row, bind_own), its
+        pool flag counted when newly set (TaskPool.counted)."""
         fr, r, newly = rows_written(got)
         bind_row(ts, f, fr)
-        fades = f.store = self.stores.fades
-        f.row = r
-        f.gen = fades.m_gen[r]
+        bind_own(f, self.stores.fades, r)
         if newly:
             self.pool.counted(fr)
-        return fr
 
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
@@ -363,9 +360,8 @@ class StackRules:
                     self._fade_bound(ts, f, got)
                 else:
                     fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, near_hints(self.stores, inst)[0])
-                    fades = f.store = self.stores.fades
-                    r = f.row = write_fade_row(ts, fr, fades, fade)
-                    f.gen = fades.m_gen[r]
+                    fades = self.stores.fades
+                    bind_own(f, fades, write_fade_row(ts, fr, fades, fade))
                     pool.take_row(fr)
                     ts.m_incoming[fr] = tr               # f.incoming = task
                     batch.change_rows(inst, tr, fr)      # insert_bottom and push: the two slots

@@ -193,6 +193,15 @@ def bind_row(ts: Table, t: "Task", r: int) -> None:
         note_view(ts, r)
 
 
+def bind_own(t: "Task", store: Table, r: int) -> None:
+    """Handle ``t`` bound to row ``r`` of its own second table ``store`` (a fade's, a
+    gait's), just written: its ``store``, ``row`` and ``gen``. Every writer of a fade's or
+    a gait's row binds its handle so."""
+    t.store = store
+    t.row = r
+    t.gen = store.m_gen[r]
+
+
 def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end,
                    hint: int | None = None) -> int:
     """The one writer of a task's own row, every type and every Python path (the classes'
@@ -804,9 +813,8 @@ class FadeTask(Task):
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         super().__init__(rate, 0, held, on_end, tstore)
-        st = self.store = store if store is not None else self.tstore.world.fades
-        r = self.row = write_fade_row(self.tstore, self.trow, st, F.f32(float(duration)))
-        self.gen = int(st.gen[r])
+        st = store if store is not None else self.tstore.world.fades
+        bind_own(self, st, write_fade_row(self.tstore, self.trow, st, F.f32(float(duration))))
 
     @classmethod
     def _made(cls, ts: Table, fades: Table, duration: float, rate: float, held: int = 0) -> "FadeTask":
@@ -821,10 +829,8 @@ class FadeTask(Task):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = new_handle(ts, cls)
         tr = write_task_row(ts, t, _FADE_INT, rate, 0, held, None)
-        t.store = fades
-        r = t.row = write_fade_row(ts, tr, fades, duration if duration.__class__ is float and duration <= _F32_MAX
-                                   else F.f32(float(duration)))
-        t.gen = fades.m_gen[r]
+        bind_own(t, fades, write_fade_row(ts, tr, fades, duration if duration.__class__ is float and
+                                          duration <= _F32_MAX else F.f32(float(duration))))
         return t
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
@@ -934,14 +940,13 @@ class GaitTask(Task):
         fl = int(ts.flags[tr])
         # a target given is rounded as set_target rounds it; none: the value, as it is
         tg = v if tg is None else gait_rounded_target(tg, fl & _CONTINUOUS_INT)
-        st = self.store = store if store is not None else ts.world.gaits
+        st = store if store is not None else ts.world.gaits
         sp = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
         # the clips' bank indices (the compiled step makes the cursors a change of pair
         # brings in from them); a gait made alone makes them with ``make_cursor``
         r, lower, leader = write_gait_row(ts, tr, st, tuple(map(int, ids)),
                                           tuple(banks) if banks is not None else (0,) * 5, v, tg, sp)
-        self.row = r
-        self.gen = int(st.gen[r])
+        bind_own(self, st, r)
         self._make_cursor = None if banks is not None else make_cursor
         self.on_wrap = on_wrap
         ids = self.ids
@@ -952,6 +957,17 @@ class GaitTask(Task):
         base = fl & _CURSOR_INT                      # _apply_flags()
         lo.store.flags[lo.row] = cursor_flags_of(base, leader == 0)
         up.store.flags[up.row] = cursor_flags_of(base, leader == 1)
+
+    @staticmethod
+    def _bind_rows(t: "GaitTask", gaits: Table, r: int, cursors: Table) -> None:
+        """Handle ``t`` bound to gait row ``r`` of ``gaits`` (bind_own), its pair's cursors
+        rows alone of ``cursors`` (no handle objects, none made on demand): as every writer
+        of a new gait's rows binds its handle (``_made``, the handle calls' compiled
+        writer's caller)."""
+        bind_own(t, gaits, r)
+        t._make_cursor = None
+        t.cstore = cursors
+        t._lower_cursor = t._upper_cursor = None
 
     @classmethod
     def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], protos: Sequence[tuple],
@@ -968,13 +984,9 @@ class GaitTask(Task):
         tr = write_task_row(ts, t, _GAIT_INT, rate, fl, held, None)
         tg = gait_rounded_target(v if target is value else cls._clamp(target), fl & _CONTINUOUS_INT)
         r, lower, leader = write_gait_row(ts, tr, gaits, ids, banks, v, tg, GAIT_SPEED)
-        t.store = gaits
-        t.row = r
-        t.gen = gaits.m_gen[r]
-        t._make_cursor = None
+        cs = ts.world.cursors
+        cls._bind_rows(t, gaits, r, cs)
         base = fl & _CURSOR_INT                      # _apply_flags()
-        cs = t.cstore = ts.world.cursors
-        t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
         ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], cursor_flags_of(base, leader == 0), protos[lower])
         ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], cursor_flags_of(base, leader == 1),
                                  protos[lower + 1])
