@@ -193,7 +193,7 @@ def bind_row(ts: Table, t: "Task", r: int) -> None:
         note_view(ts, r)
 
 
-def bind_own(t: "Task", store: Table, r: int) -> None:
+def bind_own(t: Any, store: Table, r: int) -> None:
     """Handle ``t`` bound to row ``r`` of its own second table ``store`` (a fade's, a
     gait's), just written: its ``store``, ``row`` and ``gen``. Every writer of a fade's or
     a gait's row binds its handle so."""
@@ -806,6 +806,9 @@ class FadeTask(Task):
     """
 
     __slots__ = ("store", "row", "gen")
+    store: Table                # its own row: the fade table's (bind_own)
+    row: int
+    gen: int
     type = TaskType.FADE
 
     def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None,
@@ -922,6 +925,9 @@ class GaitTask(Task):
     """
 
     __slots__ = ("_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "gen", "cstore")
+    store: Table                # its own row: the gait table's (bind_own)
+    row: int
+    gen: int
     type = TaskType.GAIT
     _lower_cursor: Cursor | None
     _upper_cursor: Cursor | None
