@@ -230,7 +230,7 @@ class Crowd:
     def sync(self) -> None:
         """At the start of each system (the world current): read the world again when
         something changed in it behind the crowd's back (one identity test otherwise)."""
-        probe = self._probe()
+        probe = esper.get_component(_WorldProbe)        # (``_probe``, inline: several calls an update)
         if probe is not self._seen or self._stale:
             self.rebuild()
             self._seen = self._probe()

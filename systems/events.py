@@ -139,6 +139,10 @@ class EventDispatch(esper.Processor):
             todo = [(ent, fired, None) for ent, _, fired in ctx.crowd.humans()]
         else:
             todo = ctx.fired
+        if not todo:                                # no one fired: no handler of either kind is called
+            for p in ctx.probe:
+                p(ctx, "events")
+            return
         # a crowd's events read as columns (a few humans: one by one, no numpy call)
         cols = self._columns(ctx, todo) if len(todo) > _FEW and ((handlers and not default) or ctx.row_handlers) \
             else None

@@ -46,6 +46,7 @@ from collections import namedtuple
 from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, direction_values, fade_init, gait_init,
                                                gait_values, mix_init, mix_values, pick_init, pick_values, take_row,
                                                task_init)
+from scuffle.anim.engine.jitpipe import prefetch as _prefetch
 from scuffle.anim.engine.rules import NEAR_ROWS, cursor_flags_of, gait_clamp, near_scaled
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
@@ -493,6 +494,97 @@ def run_rows(blocks, out, lay, ats, ti, tf, sel, cmd):
     return _command(_rows_of(blocks, lay, ats), blocks.h64, blocks.h32, out, lay, ti, tf, sel, c)
 
 
+# How many buffer rows ahead ``apply_commands`` fetches: the human's stack of the row
+# FETCH_AHEAD ahead, then the task rows near its bottom task of the row one nearer, then
+# the cursor rows those link of the next row (each wave read from the lines the one before
+# fetched), so the cache misses of a few commands' rows overlap.
+FETCH_AHEAD = 4
+FETCH_TASKS = 2
+
+
+@_helper
+def _fetch_human(h64, h32, lay, slot):
+    """Prefetch human ``slot``'s row: its stack's depth and bottom task (``_anchor``), its
+    held flags and anim id (a command's place writes them)."""
+    _prefetch(h32, lay[H_DEPTH] + slot)
+    _prefetch(h32, lay[H_STACK] + slot * lay[_WIDTHS])
+    _prefetch(h64, lay[H_FLAGS] + slot)
+    _prefetch(h64, lay[H_ANIM] + slot)
+
+
+@_helper
+def _fetch_near(rows, out, h32, lay, ti, sel, slot, cursor_rows):
+    """Prefetch the rows a command of human ``slot`` takes (they are taken within NEAR_ROWS
+    of its bottom task, ``_anchor``, and near the same fraction of the fade and gait
+    tables): the task columns the row writers write there, its pool flags, a change's fade
+    row and a gait's row (``sel``: the command's template rows), or (``cursor_rows``) the
+    cursor columns near that task's first cursor. A hint: no value changes."""
+    tasks, cursors, fades, gaits = rows
+    t = _anchor(h32, lay, slot)
+    if t < 0:
+        return
+    if not cursor_rows:
+        n_tasks = np.int64(tasks.at.shape[0])
+        f = near_scaled(t, np.int64(fades.at.shape[0]), n_tasks)
+        _prefetch(fades.live, f)
+        _prefetch(fades.at, f)
+        _prefetch(fades.el, f)
+        _prefetch(fades.dur, f)
+        _prefetch(out, t)
+        for k in range(sel.shape[0]):
+            if ti[sel[k], TI_OP] == _GAIT:
+                g = near_scaled(t, np.int64(gaits.at.shape[0]), n_tasks)
+                _prefetch(gaits.live, g)
+                _prefetch(gaits.at, g)
+                _prefetch(gaits.id0, g)
+                _prefetch(gaits.id1, g)
+                _prefetch(gaits.id2, g)
+                _prefetch(gaits.id3, g)
+                _prefetch(gaits.id4, g)
+                _prefetch(gaits.b0, g)
+                _prefetch(gaits.b1, g)
+                _prefetch(gaits.b2, g)
+                _prefetch(gaits.b3, g)
+                _prefetch(gaits.b4, g)
+                _prefetch(gaits.value, g)
+                _prefetch(gaits.target, g)
+                _prefetch(gaits.lower, g)
+                _prefetch(gaits.leader, g)
+        _prefetch(tasks.live, t)
+        _prefetch(tasks.at, t)
+        _prefetch(tasks.type, t)
+        _prefetch(tasks.rate, t)
+        _prefetch(tasks.flags, t)
+        _prefetch(tasks.held, t)
+        _prefetch(tasks.c0, t)
+        _prefetch(tasks.c1, t)
+        _prefetch(tasks.aux, t)
+        _prefetch(tasks.nxt, t)
+        _prefetch(tasks.blend, t)
+        _prefetch(tasks.window, t)
+        _prefetch(tasks.placed, t)
+        _prefetch(tasks.incoming, t)
+        _prefetch(tasks.speed, t)
+        return
+    c = np.int64(tasks.c0[t])
+    if c < 0:
+        return
+    _prefetch(cursors.live, c)
+    _prefetch(cursors.at, c)
+    _prefetch(cursors.end, c)
+    _prefetch(cursors.limit, c)
+    _prefetch(cursors.dur, c)
+    _prefetch(cursors.bank, c)
+    _prefetch(cursors.anim, c)
+    _prefetch(cursors.flags, c)
+    _prefetch(cursors.evf0, c)
+    _prefetch(cursors.evf, c)
+    _prefetch(cursors.t, c)
+    _prefetch(cursors.frame, c)
+    _prefetch(cursors.ev, c)
+    _prefetch(cursors.at_end, c)
+
+
 @_kernel
 def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
@@ -504,12 +596,21 @@ def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
     has no other one waiting). Out: the pool's flags newly set, or -(i + 1) when row ``i``
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). The rows are taken near each human's (kernels_write
-    .take_row; ``ats`` as ``run_rows``). Original: as ``run_rows``."""
+    .take_row; ``ats`` as ``run_rows``); those of the rows ahead are prefetched meanwhile
+    (``_fetch_human``, ``_fetch_near``: a hint, no value changes). Original: as ``run_rows``."""
     rows = _rows_of(blocks, lay, ats)
     h64, h32 = blocks.h64, blocks.h32
     o_h_depth = lay[H_DEPTH]
     added = 0
     for i in range(n_rows):
+        if i + FETCH_AHEAD < n_rows:        # the rows of the commands ahead, on their way meanwhile
+            _fetch_human(h64, h32, lay, bi[i + FETCH_AHEAD, B_SLOT])
+        j = i + FETCH_TASKS
+        if j < n_rows:
+            _fetch_near(rows, out, h32, lay, ti, bi[j, B_SEL:B_SEL + bi[j, B_STEPS]], bi[j, B_SLOT], False)
+        j = i + 1
+        if j < n_rows:
+            _fetch_near(rows, out, h32, lay, ti, bi[j, B_SEL:B_SEL + bi[j, B_STEPS]], bi[j, B_SLOT], True)
         slot = bi[i, B_SLOT]
         cmd = (slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED],
                bf[i, BF_FADE], bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])      # (CmdArgs' fields)
