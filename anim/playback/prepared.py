@@ -39,7 +39,7 @@ from scuffle.anim.playback.recipe import (_BLENDS, _CHANGE, _DIRECTION, _GAIT, _
 from scuffle.anim.engine.rules import NEAR_ROWS, change_room
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
 from scuffle.anim.engine.store import (PROTO_DUR32, PROTO_END, PROTO_EVF0, PROTO_LIMIT32, Stores, _fast_view)
-from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call
+from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call, viewed_rows
 from scuffle.anim.engine.trusted import entry_point, first_call
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +51,7 @@ __all__ = ["RecipeRules", "blend_row", "GAIT_TEMPLATES_KEPT"]
 GAIT_TEMPLATES_KEPT = 64
 
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
+_FEW_TAKEN = 128            # rows taken in one write up to which their handles are let go one by one (no numpy call)
 _F32_MAX = F.FLT_MAX
 _INT32 = 1 << 31
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
@@ -647,14 +648,21 @@ class RecipeRules:
 
     def _forget_handles(self, kv: tuple, lo: int, hi: int) -> None:
         """The task rows the compiled writers took (the free list's ``lo``..``hi``) hold no
-        handle (``views``: a handle is made on its first read, anim.playback.tasks.task_at)."""
+        handle (``views``: a handle is made on its first read, anim.playback.tasks.task_at).
+        Of many rows, only those flagged as maybe holding one (``viewed_rows``: as a rule
+        none, a row's handle is let go as its row goes back) are read."""
         ts = kv[4]
         views = ts.views
-        taken = kv[12][lo:hi].tolist()                           # (Python ints: the list's own index)
-        if taken and len(views) < ts.capacity:                   # grown to the rows taken (as write_task_row grows it)
-            top = max(taken) + 1
-            if top > len(views):
-                views.extend([None] * (top - len(views)))
+        if hi - lo <= _FEW_TAKEN:
+            taken = kv[12][lo:hi].tolist()                       # (Python ints: the list's own index)
+            top = max(taken) + 1 if taken else 0
+        else:
+            rows = ts.free_rows[lo:hi]                           # (kv[12]'s array)
+            top = int(rows.max()) + 1
+            flagged = viewed_rows(ts, rows)
+            taken = (rows if flagged is None else flagged).tolist()
+        if top > len(views):                                     # grown to the rows taken (as write_task_row grows it)
+            views.extend([None] * (top - len(views)))
         for tr in taken:
             views[tr] = None
 

@@ -15,8 +15,9 @@ from scuffle.anim.engine import cmdkernel as CK
 from scuffle.anim.engine.snapshot import save_engine
 from scuffle.anim.engine.stack import AnimLimitError, TaskPoolExhausted
 from scuffle.anim.playback.cmdbuffer import CommandBuffer, CommandKind
+from scuffle.anim.playback.prepared import _FEW_TAKEN
 from scuffle.anim.playback.recipe import Place
-from scuffle.anim.playback.tasks import HeldFlags, TaskType
+from scuffle.anim.playback.tasks import HeldFlags, TaskType, note_view
 from scuffle.game.fighters.moves import Move
 
 from budget import examples
@@ -223,6 +224,41 @@ def test_a_full_buffer_is_written_and_filled_again():
     p.run(hs[0], cmds["push"])
     p.run(hs[1], cmds["push"])
     assert tables(p) == tables(q)
+
+
+@pytest.mark.parametrize("n", [6, 60])
+def test_the_rows_a_write_takes_hold_no_handle(n):
+    """Every task row the buffer's write takes holds no handle after it (``views``: one is
+    made on its first read), whether a few rows are taken (let go one by one) or more
+    than _FEW_TAKEN (only the rows flagged as maybe holding one are read): here every free
+    row holds a stale handle, flagged, before the write."""
+    q, qs, qc = _learnt(n, pool=4000)
+    for _ in range(2):                                  # the tables and the pool's flags grown to a round's
+        for i, h in enumerate(qs):                      # rows, which then goes as one write
+            q.run(h, qc["attack"], *SHAPES["attack"][1](2.0, i, 0.2))
+        for _ in range(30):
+            q.step(qs)
+            q.flush()
+    ts = q.stores.tasks
+    free = ts.free_rows[:int(ts.n_free[0])].tolist()
+    views = ts.views
+    views.extend([None] * (ts.capacity - len(views)))
+    stale = object()
+    for r in free:
+        views[r] = stale
+        note_view(ts, r)
+    for i, h in enumerate(qs):
+        q.run(h, qc["attack"], *SHAPES["attack"][1](2.0, i, 0.2))
+    buf = q.prepared.commands
+    assert buf.n == n
+    q.write_commands()
+    taken = [r for r in free if ts.live[r]]
+    assert (len(taken) > _FEW_TAKEN) == (n == 60)       # both ways of letting the handles go
+    assert taken and all(views[r] is None for r in taken)
+    assert all(views[r] is stale for r in free if not ts.live[r])    # the rows still free: untouched
+    for r in free:
+        if views[r] is stale:
+            views[r] = None
 
 
 def test_apply_with_no_row_waiting_leaves_no_human_waiting():
