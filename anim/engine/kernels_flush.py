@@ -13,6 +13,7 @@ import numpy as np
 from scuffle.anim.base.callbackdata import EndWork
 from scuffle.anim.base.enums import HeldFlags
 from scuffle.anim.engine.jitcache import cache_setting
+from scuffle.anim.engine.jitpipe import prefetch as _prefetch
 from scuffle.anim.engine.kernels_maths import jit_kinds
 from scuffle.anim.engine.kernels_rows import (_CLIP, _FADE, _GAIT, _N_CURSORS, _NO_ROW, _PAIRED_CLIP, _give_row,
                                               _lead_of)
@@ -197,6 +198,70 @@ def _reset_task(x, tasks):
             banks[x, j] = _NO_ROW
 
 
+# How many deferred entries ahead ``flush_release`` fetches the task rows it reads (and
+# the human's), and the cursor rows those link (read from the task rows fetched before).
+FETCH_ENTRIES = 4
+FETCH_CURSORS = 2
+
+
+@_helper
+def _fetch_release(h, r, humans, tasks, task_rows, buf):
+    """Prefetch what the release of task row ``r`` of human row ``h`` reads: the human's
+    held flags and depth, the task's columns (the release's and ``_reset_task``'s), its
+    free list entry, its pool flag and callback marks. A hint: no value changes."""
+    if h < 0 or r < 0:
+        return
+    _prefetch(humans.flags, h)
+    _prefetch(humans.depth, h)
+    _prefetch(buf.report_mark, h)
+    _prefetch(buf.end_mark, r)
+    if r < buf.pool_out.shape[0]:
+        _prefetch(buf.pool_out, r)
+    _prefetch(task_rows.live, r)
+    _prefetch(task_rows.gen, r)
+    _prefetch(task_rows.free_at, r)
+    _prefetch(tasks.type, r)
+    _prefetch(tasks.rate, r)
+    _prefetch(tasks.flags, r)
+    _prefetch(tasks.held, r)
+    _prefetch(tasks.blend, r)
+    _prefetch(tasks.window, r)
+    _prefetch(tasks.released, r)
+    _prefetch(tasks.handed_over, r)
+    _prefetch(tasks.wraps, r)
+    _prefetch(tasks.speed, r)
+    _prefetch(tasks.callback, r)
+    _prefetch(tasks.placed, r)
+    _prefetch(tasks.value, r)
+    _prefetch(tasks.target, r)
+    _prefetch(tasks.base, r)
+    _prefetch(tasks.centre, r)
+    _prefetch(tasks.sampling, r)
+    _prefetch(tasks.c0, r)
+    _prefetch(tasks.c1, r)
+    _prefetch(tasks.c2, r)
+    _prefetch(tasks.c3, r)
+    _prefetch(tasks.aux, r)
+    _prefetch(tasks.nxt, r)
+    _prefetch(tasks.incoming, r)
+    _prefetch(tasks.partner, r)
+    _prefetch(tasks.on_end, r)
+    _prefetch(tasks.on_wrap, r)
+    _prefetch(tasks.partner_name, r)
+
+
+@_helper
+def _fetch_released_cursor(c, cursors):
+    """Prefetch cursor row ``c`` as its release reads it (none below 0): its anim id and
+    what its give-back writes."""
+    if c < 0:
+        return
+    _prefetch(cursors.anim, c)
+    _prefetch(cursors.live, c)
+    _prefetch(cursors.gen, c)
+    _prefetch(cursors.free_at, c)
+
+
 @_kernel
 def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits, gait_rows, fade_rows, buf):
     """Release the deferred tasks ``buf.entries[lo:hi]`` (rows of (human row, task row): the
@@ -227,7 +292,9 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     Nothing is allocated. In: the HumanCols, TaskCols, the task table's RowState, the CursorCols,
     GaitCols, the gait and fade tables' RowStates, the FlushBuffers.
     Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release), 0x00108f10
-    (type 6's), 0x00106ee8 (the fade's), 0x00105510 (the pool's give-back).
+    (type 6's), 0x00106ee8 (the fade's), 0x00105510 (the pool's give-back). The rows of
+    the entries ahead are prefetched meanwhile (``_fetch_release``, ``_fetch_released_cursor``:
+    a hint, no value changes).
     """
     h_flags, h_depth, h_stack = humans.flags, humans.depth, humans.stack
     t_type, t_held, t_c0, t_c1, t_c2, t_c3 = tasks.type, tasks.held, tasks.c0, tasks.c1, tasks.c2, tasks.c3
@@ -246,6 +313,14 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     n_noted = counts[FLUSH_NOTED]
     stop = hi
     for k in range(lo, hi):
+        if k + FETCH_ENTRIES < hi:          # the entries ahead, on their way meanwhile
+            _fetch_release(entries[k + FETCH_ENTRIES, 0], entries[k + FETCH_ENTRIES, 1], humans, tasks, task_rows,
+                           buf)
+        if k + FETCH_CURSORS < hi:
+            rc = entries[k + FETCH_CURSORS, 1]
+            if entries[k + FETCH_CURSORS, 0] >= 0 and rc >= 0:
+                _fetch_released_cursor(np.int64(t_c0[rc]), cursors)
+                _fetch_released_cursor(np.int64(t_c1[rc]), cursors)
         h = entries[k, 0]
         r = entries[k, 1]
         if k == lo and counts[FLUSH_RESUME]:
