@@ -494,10 +494,12 @@ def run_rows(blocks, out, lay, ats, ti, tf, sel, cmd):
     return _command(_rows_of(blocks, lay, ats), blocks.h64, blocks.h32, out, lay, ti, tf, sel, c)
 
 
-# How many buffer rows ahead ``apply_commands`` fetches: the human's stack of the row
-# FETCH_AHEAD ahead, then the task rows near its bottom task of the row one nearer, then
-# the cursor rows those link of the next row (each wave read from the lines the one before
-# fetched), so the cache misses of a few commands' rows overlap.
+# How many commands ahead the compiled calls fetch what they will read: ``apply_commands``
+# the human's row of the buffer row FETCH_AHEAD ahead, the task rows near its bottom task
+# of the row FETCH_TASKS ahead, the cursor rows those link of the next row (each wave read
+# from the lines the one before fetched); ``buffer_commands`` the human's row of the
+# command FETCH_AHEAD ahead and, for a steering command FETCH_TASKS ahead, its stack's
+# task rows. The cache misses of a few commands overlap.
 FETCH_AHEAD = 4
 FETCH_TASKS = 2
 
@@ -513,58 +515,65 @@ def _fetch_human(h64, h32, lay, slot):
 
 
 @_helper
-def _fetch_near(rows, out, h32, lay, ti, sel, slot, cursor_rows):
-    """Prefetch the rows a command of human ``slot`` takes (they are taken within NEAR_ROWS
-    of its bottom task, ``_anchor``, and near the same fraction of the fade and gait
-    tables): the task columns the row writers write there, its pool flags, a change's fade
-    row and a gait's row (``sel``: the command's template rows), or (``cursor_rows``) the
-    cursor columns near that task's first cursor. A hint: no value changes."""
-    tasks, cursors, fades, gaits = rows
+def _fetch_task_rows(rows, out, h32, lay, ti, sel, slot):
+    """Prefetch the rows a command of human ``slot`` takes (within NEAR_ROWS of its bottom
+    task, ``_anchor``, and near the same fraction of the fade and gait tables): the task
+    columns the row writers write there, its pool flags, a change's fade row and a gait's
+    row (``sel``: the command's template rows). A hint: no value changes."""
+    tasks, _, fades, gaits = rows
     t = _anchor(h32, lay, slot)
     if t < 0:
         return
-    if not cursor_rows:
-        n_tasks = np.int64(tasks.at.shape[0])
-        f = near_scaled(t, np.int64(fades.at.shape[0]), n_tasks)
-        _prefetch(fades.live, f)
-        _prefetch(fades.at, f)
-        _prefetch(fades.el, f)
-        _prefetch(fades.dur, f)
-        _prefetch(out, t)
-        for k in range(sel.shape[0]):
-            if ti[sel[k], TI_OP] == _GAIT:
-                g = near_scaled(t, np.int64(gaits.at.shape[0]), n_tasks)
-                _prefetch(gaits.live, g)
-                _prefetch(gaits.at, g)
-                _prefetch(gaits.id0, g)
-                _prefetch(gaits.id1, g)
-                _prefetch(gaits.id2, g)
-                _prefetch(gaits.id3, g)
-                _prefetch(gaits.id4, g)
-                _prefetch(gaits.b0, g)
-                _prefetch(gaits.b1, g)
-                _prefetch(gaits.b2, g)
-                _prefetch(gaits.b3, g)
-                _prefetch(gaits.b4, g)
-                _prefetch(gaits.value, g)
-                _prefetch(gaits.target, g)
-                _prefetch(gaits.lower, g)
-                _prefetch(gaits.leader, g)
-        _prefetch(tasks.live, t)
-        _prefetch(tasks.at, t)
-        _prefetch(tasks.type, t)
-        _prefetch(tasks.rate, t)
-        _prefetch(tasks.flags, t)
-        _prefetch(tasks.held, t)
-        _prefetch(tasks.c0, t)
-        _prefetch(tasks.c1, t)
-        _prefetch(tasks.aux, t)
-        _prefetch(tasks.nxt, t)
-        _prefetch(tasks.blend, t)
-        _prefetch(tasks.window, t)
-        _prefetch(tasks.placed, t)
-        _prefetch(tasks.incoming, t)
-        _prefetch(tasks.speed, t)
+    n_tasks = np.int64(tasks.at.shape[0])
+    f = near_scaled(t, np.int64(fades.at.shape[0]), n_tasks)
+    _prefetch(fades.live, f)
+    _prefetch(fades.at, f)
+    _prefetch(fades.el, f)
+    _prefetch(fades.dur, f)
+    _prefetch(out, t)
+    for k in range(sel.shape[0]):
+        if ti[sel[k], TI_OP] == _GAIT:
+            g = near_scaled(t, np.int64(gaits.at.shape[0]), n_tasks)
+            _prefetch(gaits.live, g)
+            _prefetch(gaits.at, g)
+            _prefetch(gaits.id0, g)
+            _prefetch(gaits.id1, g)
+            _prefetch(gaits.id2, g)
+            _prefetch(gaits.id3, g)
+            _prefetch(gaits.id4, g)
+            _prefetch(gaits.b0, g)
+            _prefetch(gaits.b1, g)
+            _prefetch(gaits.b2, g)
+            _prefetch(gaits.b3, g)
+            _prefetch(gaits.b4, g)
+            _prefetch(gaits.value, g)
+            _prefetch(gaits.target, g)
+            _prefetch(gaits.lower, g)
+            _prefetch(gaits.leader, g)
+    _prefetch(tasks.live, t)
+    _prefetch(tasks.at, t)
+    _prefetch(tasks.type, t)
+    _prefetch(tasks.rate, t)
+    _prefetch(tasks.flags, t)
+    _prefetch(tasks.held, t)
+    _prefetch(tasks.c0, t)
+    _prefetch(tasks.c1, t)
+    _prefetch(tasks.aux, t)
+    _prefetch(tasks.nxt, t)
+    _prefetch(tasks.blend, t)
+    _prefetch(tasks.window, t)
+    _prefetch(tasks.placed, t)
+    _prefetch(tasks.incoming, t)
+    _prefetch(tasks.speed, t)
+
+
+@_helper
+def _fetch_cursor_rows(tasks, cursors, h32, lay, slot):
+    """Prefetch the cursor rows a command of human ``slot`` takes: the cursor columns the
+    row writers write near its bottom task's first cursor (they are taken within NEAR_ROWS
+    of it). A hint: no value changes."""
+    t = _anchor(h32, lay, slot)
+    if t < 0:
         return
     c = np.int64(tasks.c0[t])
     if c < 0:
@@ -597,7 +606,7 @@ def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). The rows are taken near each human's (kernels_write
     .take_row; ``ats`` as ``run_rows``); those of the rows ahead are prefetched meanwhile
-    (``_fetch_human``, ``_fetch_near``: a hint, no value changes). Original: as ``run_rows``."""
+    (``_fetch_human``, ``_fetch_task_rows``, ``_fetch_cursor_rows``: a hint, no value changes). Original: as ``run_rows``."""
     rows = _rows_of(blocks, lay, ats)
     h64, h32 = blocks.h64, blocks.h32
     o_h_depth = lay[H_DEPTH]
@@ -607,10 +616,9 @@ def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
             _fetch_human(h64, h32, lay, bi[i + FETCH_AHEAD, B_SLOT])
         j = i + FETCH_TASKS
         if j < n_rows:
-            _fetch_near(rows, out, h32, lay, ti, bi[j, B_SEL:B_SEL + bi[j, B_STEPS]], bi[j, B_SLOT], False)
-        j = i + 1
-        if j < n_rows:
-            _fetch_near(rows, out, h32, lay, ti, bi[j, B_SEL:B_SEL + bi[j, B_STEPS]], bi[j, B_SLOT], True)
+            _fetch_task_rows(rows, out, h32, lay, ti, bi[j, B_SEL:B_SEL + bi[j, B_STEPS]], bi[j, B_SLOT])
+        if i + 1 < n_rows:
+            _fetch_cursor_rows(rows[0], rows[1], h32, lay, bi[i + 1, B_SLOT])
         slot = bi[i, B_SLOT]
         cmd = (slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED],
                bf[i, BF_FADE], bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])      # (CmdArgs' fields)
@@ -685,6 +693,28 @@ def _gait_target(v, flags):
     return t
 
 
+@_helper
+def _fetch_checked(s, mark, depth, queued, speed, stack):
+    """Prefetch human row ``s`` as a batch's checks read it: its mark, depth, queue's
+    length, speed and stack row. A hint: no value changes."""
+    _prefetch(mark, s)
+    _prefetch(depth, s)
+    _prefetch(queued, s)
+    _prefetch(speed, s)
+    _prefetch(stack[s], 0)
+
+
+@_helper
+def _fetch_stack_tasks(s, depth, stack, t_type, t_released):
+    """Prefetch the task rows on human row ``s``'s stack as a steering command's look for
+    its running gait reads them (``_running_gait``)."""
+    for j in range(depth[s]):
+        r = stack[s, j]
+        if r >= 0:
+            _prefetch(t_type, r)
+            _prefetch(t_released, r)
+
+
 @_kernel
 def buffer_commands(tables, buffer, plans, batch, out_len, grow, pool_room, lo, hi):
     """A batch of prepared commands checked and written as command buffer rows, in order,
@@ -713,6 +743,11 @@ def buffer_commands(tables, buffer, plans, batch, out_len, grow, pool_room, lo, 
     cap = bi.shape[0]
     stamp = cnt[CN_STAMP]
     for i in range(lo, hi):
+        if i + FETCH_AHEAD < hi:            # the humans of the commands ahead, on their way meanwhile
+            _fetch_checked(slots[i + FETCH_AHEAD], mark, depth, queued, speed, stack)
+        j = i + FETCH_TASKS
+        if j < hi and ents[j] >= 0 and pi[ents[j], PI_STEER] != 0:
+            _fetch_stack_tasks(slots[j], depth, stack, t_type, t_released)
         e = ents[i]
         if e < 0 or pi[e, PI_PLACE] < 0:
             cnt[CN_STOP] = STOP_RUN
