@@ -207,14 +207,14 @@ FETCH_CURSORS = 2
 @_helper
 def _fetch_release(h, r, humans, tasks, task_rows, buf):
     """Prefetch what the release of task row ``r`` of human row ``h`` reads: the human's
-    held flags and depth, the task's columns (the release's and ``_reset_task``'s), its
-    free list entry, its pool flag and callback marks. A hint: no value changes."""
+    held flags, depth and report mark, the task's columns (the release's and
+    ``_reset_task``'s; ``on_end`` is ``buf.end_mark``), its free list entry and pool flag.
+    A hint: no value changes."""
     if h < 0 or r < 0:
         return
     _prefetch(humans.flags, h)
     _prefetch(humans.depth, h)
     _prefetch(buf.report_mark, h)
-    _prefetch(buf.end_mark, r)
     if r < buf.pool_out.shape[0]:
         _prefetch(buf.pool_out, r)
     _prefetch(task_rows.live, r)
