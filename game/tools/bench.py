@@ -365,6 +365,8 @@ class RealisticCrowd:
         self.commands_seen = 0
         self.cmds = {k: game.player.prepare(r) for k, r in REAL_RECIPES.items()}
         self._common = tuple(self.cmds[k] for k in ("steer", "attack", "walk_start", "hit"))
+        # each prepared command's kind (the batch's counts, made after its clocks)
+        self._kind_of = {id(c): ("gait_target" if k == "steer" else k) for k, c in self.cmds.items()}
         self.refused = 0
         self._kept: tuple | None = None             # the last save_state (given again while nothing changed)
         self._kinds_of: tuple = (None, -1)          # (a state's counts by kind, the command count they are at)
@@ -560,28 +562,31 @@ class RealisticCrowd:
         """The update's commands as a game issues many: the prepared ones (the gait
         targets' steering walk starts among them) as columns in one ``Player.commands_at``,
         their rows written (Player.write_commands), then the handle API's; timed as a
-        whole (one pair of clock readings an update), the batch call and the rows' write
-        alone too; the handle API's sample (every HANDLE_SAMPLE-th) after them, each timed
-        apart."""
+        whole (one pair of clock readings an update: the game's own dispatch, which command
+        with which numbers, and the calls), the batch call and the rows' write alone too;
+        the handle API's sample (every HANDLE_SAMPLE-th) after them, each timed apart. The
+        bench's own counts (which commands the sample takes, each kind's count) are made
+        outside the clocks."""
         from scuffle.anim.base.errors import StaleHandle
         from scuffle.anim.engine.stack import AnimLimitError
 
         clock, cpu_clock = time.perf_counter, time.process_time
         prepared, do_handles = self._prepared, self._do_handles
         nth = self.commands_seen
-        kinds: list[str] = []
+        todo, sampled = [], []
+        for (i, inst), (kind, x, k, fade) in zip(phase, draws):
+            nth += 1
+            if nth % HANDLE_SAMPLE == 0:                  # the handle API's sample
+                sampled.append(("hit" if kind == "queued" and inst.queue else kind, inst, x, k, fade))
+            else:
+                todo.append((i, inst, kind, x, k, fade))
         steer, attack, walk_start, hit = self._common
         c0 = cpu_clock()
         t0 = clock()
-        cmds, who, args, later, sampled = [], [], [], [], []
-        for (i, inst), (kind, x, k, fade) in zip(phase, draws):
+        cmds, who, args, later = [], [], [], []
+        for i, inst, kind, x, k, fade in todo:
             if kind == "queued" and inst.queue:
                 kind = "hit"
-            kinds.append(kind)
-            nth += 1
-            if nth % HANDLE_SAMPLE == 0:                  # the handle API's sample
-                sampled.append((kind, inst, x, k, fade))
-                continue
             # the four commonest kinds as ``_prepared`` gives them, inline (a game's own dispatch)
             if kind == "gait_target":
                 cmds.append(steer)
@@ -654,9 +659,13 @@ class RealisticCrowd:
             one[2] += c1 - c0
         self.commands_seen = nth
         self.refused += refused
-        self.commands += len(kinds)
-        by_kind = self.by_kind
-        for kind in kinds:
+        self.commands += len(todo) + len(sampled)
+        by_kind, kind_of = self.by_kind, self._kind_of
+        for cmd in cmds:
+            by_kind[kind_of[id(cmd)]][0] += 1
+        for kind, *_ in later:
+            by_kind[kind][0] += 1
+        for kind, *_ in sampled:
             by_kind[kind][0] += 1
 
     def _single(self, phase, draws) -> None:
