@@ -530,7 +530,8 @@ def _fetch_task_rows(rows, out, h32, lay, ti, sel, slot):
     _prefetch(fades.at, f)
     _prefetch(fades.el, f)
     _prefetch(fades.dur, f)
-    _prefetch(out, t)
+    if t < out.shape[0]:                    # (the pool's flags may be shorter than the table)
+        _prefetch(out, t)
     for k in range(sel.shape[0]):
         if ti[sel[k], TI_OP] == _GAIT:
             g = near_scaled(t, np.int64(gaits.at.shape[0]), n_tasks)
