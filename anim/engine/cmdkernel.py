@@ -551,6 +551,7 @@ def _fetch_task_rows(rows, out, h32, lay, ti, sel, slot):
             _prefetch(gaits.target, g)
             _prefetch(gaits.lower, g)
             _prefetch(gaits.leader, g)
+            break                           # (a command's gaits are taken near the same row)
     _prefetch(tasks.live, t)
     _prefetch(tasks.at, t)
     _prefetch(tasks.type, t)

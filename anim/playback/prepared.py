@@ -657,7 +657,7 @@ class RecipeRules:
             taken = kv[12][lo:hi].tolist()                       # (Python ints: the list's own index)
             top = max(taken) + 1 if taken else 0
         else:
-            rows = ts.free_rows[lo:hi]                           # (kv[12]'s array)
+            rows = np.asarray(kv[12][lo:hi])                     # (the same memory, as an array)
             top = int(rows.max()) + 1
             flagged = viewed_rows(ts, rows)
             taken = (rows if flagged is None else flagged).tolist()
