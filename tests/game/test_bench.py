@@ -227,6 +227,39 @@ def test_bench_json_has_the_goals_for_the_realistic_crowd():
     assert "goal" in p.stderr and "met?" in p.stderr
 
 
+def test_the_command_paths_kernels_are_timed_as_kernels_and_put_back():
+    """The command path's compiled calls (COMMAND_KERNELS) are timed through the entry
+    points the player keeps, so that Python outside the kernels leaves them out; the
+    entry points are put back as they were after the timed updates."""
+    from scuffle.game.tools.bench import COMMAND_KERNELS, _patch_command_kernels, _timer_cost, _unpatch
+
+    n = 3 * REAL_CYCLE + 4
+    game = build_crowd(n, "realistic", "compiled", 1)
+    try:
+        for _ in range(2 * REAL_CYCLE):              # every kind issued: the entry points typed
+            game.step()
+        prepared, columns = game.player.prepared, game.player.columns
+        before = (prepared._apply_entry, columns._entry_fn, dict(prepared._direct_entry))
+        assert before[0] is not None and before[1] is not None and before[2]
+        sink, calls, cpu = {}, {}, {}
+        saved = _patch_command_kernels(game.player, sink, calls, cpu)
+        try:
+            for _ in range(REAL_CYCLE):
+                game.step()
+        finally:
+            _unpatch(saved)
+        assert set(calls) <= set(COMMAND_KERNELS)
+        # the buffer's write and a batch's checks, the handle calls' clip and change writers
+        assert {"apply_commands", "buffer_commands", "clip_rows", "change_rows"} <= set(calls), calls
+        assert all(cpu[k] >= 0.0 and sink[k] > 0.0 for k in calls)
+        assert (prepared._apply_entry, columns._entry_fn, prepared._direct_entry) == before
+    finally:
+        game.close()
+    # what a timer's own clock readings add to one call, taken out of these many short calls
+    wall_each, cpu_each = _timer_cost(n=200, rounds=2)
+    assert 0.0 < wall_each < 1e-3 and 0.0 < cpu_each < 1e-3
+
+
 def test_bench_rejects_an_unknown_crowd():
     p = run_scuffle("bench", "--crowd", "heavy")
     assert p.returncode == 2 and "heavy" in p.stderr and "Traceback" not in p.stderr
