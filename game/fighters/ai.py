@@ -58,6 +58,9 @@ class FighterAI:
     # its state is a row of a snapshot file's ``ais`` table (game.fighters.fightrows) and,
     # in memory, of its Fight's ``ai_rows`` (game.fighters.airows)
     ROW_STATE = True
+    # between decisions its update only counts the tick and looks its two humans up, which
+    # a group of fights does for it (game.fighters.fightupdates): read on this class alone
+    quiet_ticks = True
 
     def __init__(self, me: str, opponent: str, seed: int = 0, aggression: float = 0.6,
                  think_every: int = 6):

@@ -54,6 +54,7 @@ from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.airows import AIRow, ai_table
 from scuffle.game.fighters.hits import Hits
 from scuffle.game.fighters.fightstates import join as join_states
+from scuffle.game.fighters.fightupdates import join as join_updates
 from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
 from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GRAB_CONE_DEG, HIT_CONE_DEG,
@@ -110,6 +111,10 @@ class Fight(Hits):
     and the per-update rules that call on all of them.
     """
 
+    # this class's per-update action may run with other fights' as one (game.fighters.
+    # fightupdates): read on this class alone, so a subclass's rules run as it writes them
+    quiet_rules = True
+
     def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
                  round_pause: int = ROUND_PAUSE, locomotion_stop: str = LocomotionStop.MASK,
                  idle_existing: bool = True) -> None:
@@ -161,7 +166,7 @@ class Fight(Hits):
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
-        game.ctx.actions.append(self._update)
+        join_updates(game.ctx, self)      # (with the other fights' actions: fightupdates)
         join_states(game.ctx, self)       # (with the other fights' state functions: fightstates)
         game.ctx.on(EventType.HELD_OPEN, self._on_window)
         self._note_starts()

@@ -277,10 +277,18 @@ def _version() -> str:
 def stateful(game) -> list:
     """The objects behind the state functions and actions that keep state of their own
     (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
-    method), each once, in the lists' order; the Game's fight rules are saved apart."""
+    method; a callable that runs several owners' actions as one names them,
+    ``stateful_parts``), each once, in the lists' order; the Game's fight rules are
+    saved apart."""
     out, seen = [], {id(game.fight)}
+    owners = []
     for fn in (*game.ctx.state_functions, *game.ctx.actions):
-        owner = getattr(fn, "__self__", fn)
+        parts = getattr(fn, "stateful_parts", None)
+        if parts is not None:                       # several owners' actions run as one (fightupdates): each in its place
+            owners += parts
+        else:
+            owners.append(getattr(fn, "__self__", fn))
+    for owner in owners:
         if id(owner) in seen:
             continue
         seen.add(id(owner))

@@ -983,11 +983,16 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
     real = getattr(game, "crowd", None)
     if real is not None:                  # the fight rules' own time (in the actions and state update)
         ctx = game.ctx
-        for fight in real.fights:
-            for lst in (ctx.actions, ctx.state_functions):
-                for k, fn in enumerate(lst):
-                    if getattr(fn, "__self__", None) is fight:
-                        lst[k] = _timed_call(fn, stages, FIGHT_STAGE, cpu=stages_cpu)
+        from scuffle.game.fighters.fightstates import FightStates
+        from scuffle.game.fighters.fightupdates import FightUpdates
+
+        mine = set(map(id, real.fights))
+        for lst in (ctx.actions, ctx.state_functions):
+            for k, fn in enumerate(lst):
+                # a fight's own action or state function, or a group running several fights' as one
+                if id(getattr(fn, "__self__", None)) in mine or (
+                        fn.__class__ in (FightUpdates, FightStates) and any(id(f) in mine for f in fn.fights)):
+                    lst[k] = _timed_call(fn, stages, FIGHT_STAGE, cpu=stages_cpu)
         for t, hs in ctx.handlers.items():
             ctx.handlers[t] = [_timed_call(h, stages, FIGHT_STAGE, cpu=stages_cpu)
                                if getattr(h, "__self__", None) in real.fights else h for h in hs]

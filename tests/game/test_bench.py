@@ -105,7 +105,9 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
     # the fight rules on pairs of fighters (one per FIGHT_EVERY humans), their 0x2c routed to them
     assert len(crowd.fights) == 2 and all(isinstance(f, Fight) for f in crowd.fights)
     assert [set(f.game.names) for f in crowd.fights] == [{"h0", "h1"}, {f"h{FIGHT_EVERY}", f"h{FIGHT_EVERY + 1}"}]
-    assert all(f._update in game.ctx.actions for f in crowd.fights)
+    # their per-update actions run as one group where they stood (game.fighters.fightupdates)
+    assert [type(a).__name__ for a in game.ctx.actions] == ["FightUpdates", "RealisticCrowd"]
+    assert game.ctx.actions[0].fights == crowd.fights
     assert ({0x2C}, crowd.router) in [(set(t), h) for t, h in game.ctx.row_handlers]    # a rows handler
     assert all(f._on_window not in game.ctx.handlers.get(0x2C, []) for f in crowd.fights)
     # the crowd's sounds and effects read as columns too (Game.on_rows)

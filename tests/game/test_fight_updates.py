@@ -1,0 +1,211 @@
+"""The fights' per-update actions as one (game.fighters.fightupdates): the quiet fights
+found over their fighters' rows at once and only their AIs' ticks counted, the bits of
+each fight's own action run one after the other."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from scuffle import HandlerError
+from scuffle.components import Combat
+from scuffle.game.fighters import fightupdates
+from scuffle.game.fighters.ai import FighterAI
+from scuffle.game.fighters.combat import Fight
+from scuffle.game.fighters.fightdata import FightEventKind, FightState
+from scuffle.game.fighters.fightupdates import FightUpdates
+from scuffle.game.runtime.snapfile import stateful
+from scuffle.game.runtime.trace import iter_trace_records, write_records
+from scuffle.game.tools.bench import FIGHT_EVERY, build_crowd
+
+
+def _apart(game) -> None:
+    """Each fight's own action in the group's place: the rules as they run one by one."""
+    acts = game.ctx.actions
+    k = next(i for i, a in enumerate(acts) if a.__class__ is FightUpdates)
+    acts[k:k + 1] = [f._update for f in acts[k].fights]
+
+
+def _run(game, updates: int, at=None) -> tuple[str, list[str]]:
+    """Step ``updates`` times: the trace's bytes and each update's checksum; ``at(u)`` is
+    called before update u."""
+    out, sums = io.StringIO(), []
+    for u in range(updates):
+        if at is not None:
+            at(game, u)
+        game.step()
+        write_records(out, iter_trace_records(game))
+        sums.append(game.checksum())
+    return out.getvalue(), sums
+
+
+def _both(seed: int, updates: int, at=None, n: int = 3 * FIGHT_EVERY + 2):
+    """The same crowd run with the fights' actions as one group and each on its own."""
+    runs = []
+    for grouped in (True, False):
+        game = build_crowd(n, "realistic", seed=seed)
+        try:
+            if not grouped:
+                _apart(game)
+            runs.append((_run(game, updates, at), [(f.stats.strikes, f.stats.grabs, f.stats.throws)
+                                                   for f in game.crowd.fights]))
+        finally:
+            game.close()
+    return runs
+
+
+def test_the_fights_actions_are_one_group_in_their_place():
+    """Every pair's Fight joins the one group, which stands in the actions where their own
+    actions stood (the crowd's commands after it) and is saved as they are, each fight in
+    its place; a lone Fight keeps its own action."""
+    game = build_crowd(302, "realistic", seed=2)
+    try:
+        acts = game.ctx.actions
+        assert [a.__class__ for a in acts] == [FightUpdates, type(game.crowd)]
+        assert acts[0].fights == game.crowd.fights and len(game.crowd.fights) == 4
+        assert stateful(game)[:4] == game.crowd.fights
+    finally:
+        game.close()
+    game = build_crowd(2, "realistic")
+    try:
+        assert game.ctx.actions[0] == game.fight._update
+    finally:
+        game.close()
+
+
+def test_a_fight_after_another_action_starts_its_own_place():
+    """A fight joins the group only when the group (or another fight's own action) is the
+    last action: after an action of the host's it stands alone, after that action."""
+    class Ctx:
+        actions: list
+
+    class Lone(Fight):
+        def __init__(self):                          # (no Game: only what join reads)
+            pass
+
+    ctx = Ctx()
+    ctx.actions = []
+    a, b, c, d = (Fight.__new__(Fight) for _ in range(4))
+    fightupdates.join(ctx, a)
+    assert ctx.actions == [a._update]
+    fightupdates.join(ctx, b)
+    assert [x.__class__ for x in ctx.actions] == [FightUpdates] and ctx.actions[0].fights == [a, b]
+    fightupdates.join(ctx, c)
+    assert ctx.actions[0].fights == [a, b, c]
+    host = object()
+    ctx.actions.append(host)
+    fightupdates.join(ctx, d)
+    assert ctx.actions[1:] == [host, d._update]
+    e = Lone()                                        # a subclass: its own action, never grouped
+    fightupdates.join(ctx, e)
+    assert ctx.actions[-1] == e._update and ctx.actions[-2] == d._update
+
+
+@pytest.mark.slow
+def test_the_quiet_fights_give_each_fights_own_bits(monkeypatch):
+    """A crowd of four fight pairs striking, grabbing, throwing and knocking down: the
+    trace bytes and checksums of 240 updates with the fights' actions as one are those of
+    each fight's own action run in turn; quiet fights were found and skipped, busy ones
+    (a human down, a window pending, an AI deciding) ran whole."""
+    seen = {"quiet": 0, "whole": 0, "down": 0}
+    real_quiet, real_busy = fightupdates._quiet, FightUpdates.busy
+
+    def quiet(f, ctx):
+        got = real_quiet(f, ctx)
+        seen["quiet" if got else "whole"] += 1
+        return got
+
+    def busy(self):
+        got = real_busy(self)
+        seen["down"] += sum(got or ())
+        return got
+
+    monkeypatch.setattr(fightupdates, "_quiet", quiet)
+    monkeypatch.setattr(FightUpdates, "busy", busy)
+    grouped, apart = _both(5, 240)
+    assert grouped == apart
+    assert seen["quiet"] > seen["whole"] > 0 and seen["down"] > 0, seen
+    assert all(s[0] > 0 for s in grouped[1]) and sum(s[2] for s in grouped[1]) > 0
+
+
+@pytest.mark.slow
+def test_a_partner_gone_and_a_host_listener_give_each_fights_own_bits():
+    """A host listener of the first fight that knocks a fighter of the third one down on
+    each blow (a host's code: the fights after it run whole, the third one counting its
+    human's time down) and a fighter given a partner that is no human of the world (freed
+    as the fight's own update frees one whose partner left): the same trace bytes and checksums as each fight's
+    own action run in turn."""
+    def at(game, u):
+        fights = game.crowd.fights
+        if u == 5:
+            other = next(iter(fights[2].game.names.values()))
+
+            def knock(ev, game=game, other=other):
+                c = game.component(other, Combat)
+                if c.state == FightState.FREE:
+                    c.state = FightState.DOWN
+                    c.down_left = 3
+
+            fights[0].on(FightEventKind.HIT, knock)
+            fights[0].on(FightEventKind.MISS, knock)
+        if u == 40:                                   # a partner no human of the world is
+            ent = next(iter(fights[1].game.names.values()))
+            game.component(ent, Combat).partner = 1 << 30
+
+    grouped, apart = _both(3, 120, at)
+    assert grouped == apart
+
+
+def test_a_fight_that_raises_keeps_no_other_fight_from_its_update(monkeypatch):
+    """One fight's update raising is kept for the update's end (HandlerError); every
+    other fight's update ran: its AIs counted the update."""
+    game = build_crowd(302, "realistic", seed=4)
+    try:
+        game.step()
+        fights = game.crowd.fights
+        ticks = [[ai.tick for ai in f.controllers] for f in fights]
+
+        def broken(ctx):
+            raise RuntimeError("a rule broke")
+
+        fights[1]._update = broken                   # (its own action: run whole, in its place)
+        with pytest.raises(HandlerError) as got:
+            game.step()
+        assert any("a rule broke" in str(e) for e in got.value.errors)
+        after = [[ai.tick for ai in f.controllers] for f in fights]
+        for k, (was, now) in enumerate(zip(ticks, after)):
+            if k != 1:
+                assert now == [t + 1 for t in was], (k, was, now)
+    finally:
+        game.close()
+
+
+def test_a_controller_of_the_hosts_runs_in_its_update():
+    """A fight with a controller that is no FighterAI is never taken as quiet: the
+    controller is called every update, in its fight's turn."""
+    game = build_crowd(302, "realistic", seed=6)
+    try:
+        calls = []
+        fights = game.crowd.fights
+        fights[2].controllers.append(lambda fight: calls.append(fight))
+        for _ in range(12):
+            game.step()
+        assert calls == [fights[2]] * 12
+        assert all(isinstance(c, FighterAI) for f in fights[:2] for c in f.controllers)
+    finally:
+        game.close()
+
+
+def test_an_ais_human_not_found_raises_on_every_update():
+    """An AI whose opponent is no human of the world raises on every update, decision or
+    not, as its ``decide`` looks both up each time: its fight is never taken as quiet."""
+    game = build_crowd(302, "realistic", seed=7)
+    try:
+        game.step()
+        game.crowd.fights[2].controllers[0].opponent = "nobody"
+        for _ in range(8):
+            with pytest.raises(HandlerError) as got:
+                game.step()
+            assert "nobody" in str(got.value.errors[0])
+    finally:
+        game.close()
