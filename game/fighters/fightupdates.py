@@ -21,8 +21,9 @@ fight found before stays quiet; after a fight whose update may have run a host's
 listener, an event sink, a controller of its own, a subclass) or changed the world's
 humans or names, the rest run whole. Otherwise (one fight, or the columns cannot stand
 for the fights' own reads) each fight's own action runs, in order. Either way one that
-raises is kept as the actions phase keeps it (``ctx.fail``) and the others run. Original: none (ours: the rules of several fights on one
-world, as the bench's crowd holds them).
+raises is kept as the actions phase keeps it (``ctx.fail``) and the others run.
+Original: none (ours: the rules of several fights on one world, as the bench's crowd
+holds them).
 """
 from __future__ import annotations
 
@@ -50,10 +51,16 @@ class FightUpdates:
         # (the world's key, its dict of humans, the number of fights, the tables, their
         # blocks, the rows): ``rows``
         self.kept: tuple | None = None
+        # fight -> (its parts, their Combat and Body views): kept while its ``_parts`` gives
+        # the same tuple and the crowd was not read whole again (``per_of``: Crowd.rebuilds)
+        self.per: dict = {}
+        self.per_of = -1
         self._down: tuple = (-1, np.zeros(0, np.int64))     # (len(texts), the codes of "down")
         self._live: tuple = (None, -1, np.zeros(0, np.int64))   # (parts, crowd version, entities sorted)
 
     def __call__(self, ctx: Any) -> None:
+        """Run every fight's update of this update in order: a quiet one's AIs' ticks
+        counted, the others' ``Fight._update`` (see the module docstring)."""
         fights = self.fights
         busy = None
         if len(fights) > 1:
@@ -79,23 +86,34 @@ class FightUpdates:
         """(combat table, body table, the combat rows, the body rows, their generations as
         the views held them, each row's fight) of every fight's humans in order, or None
         when the columns cannot stand for the fights' own reads (a subclass's rules,
-        fights on several worlds, two tables of a kind, a human twice). Found again only when the world's humans or names changed, or a
-        table's arrays were replaced."""
+        fights on several worlds, two tables of a kind, a human twice). Found again only
+        when the world's humans or names changed, or a table's arrays were replaced; then
+        a fight whose ``_parts`` is the same tuple keeps its entries, unless the crowd was
+        read whole since (``Crowd.rebuilds``: a view may hold another row), so that a join
+        or a leave elsewhere reads no fight's views again."""
         fights = self.fights
         game = fights[0]._lookup.__self__
-        key = (game.ctx.crowd.version, game.names.version, game.ctx.crowd.rebuilds)
+        crowd = game.ctx.crowd
+        key = (crowd.version, game.names.version, crowd.rebuilds)
         kept = self.kept
         if kept is not None and kept[0] == key and kept[1] is game._entities and kept[2] == len(fights):
             ct, bt = kept[3]
             if kept[4][0] is ct.block and kept[4][1] is bt.block:
                 return kept[5]
+        if self.per_of != crowd.rebuilds:
+            self.per, self.per_of = {}, crowd.rebuilds
+        per, fresh = self.per, {}
         entries: list = []
         for k, f in enumerate(fights):
             if f._lookup.__self__ is not game or not _own(f, RULES):
                 return None
-            for _, mine in f._parts():
-                c, b = mine[Combat], mine[Body]
-                entries.append((c._table, b._table, c._row, b._row, c._gen, b._gen, k))
+            parts = f._parts()
+            mine = per.get(f)
+            if mine is None or mine[0] is not parts:
+                mine = (parts, [(m[Combat], m[Body]) for _, m in parts])
+            fresh[f] = mine
+            entries += [(c._table, b._table, c._row, b._row, c._gen, b._gen, k) for c, b in mine[1]]
+        self.per = fresh
         if not entries:
             return None
         ct, bt = entries[0][:2]
@@ -142,13 +160,18 @@ class FightUpdates:
         return np.bincount(seg[noisy], minlength=len(self.fights)).astype(bool).tolist()
 
     def _live_ids(self) -> np.ndarray:
-        """The entities of the world's humans (the look-ups' ``_alive``), sorted: kept
-        while the crowd's change count and its dict are the same."""
+        """The entities of the world's humans (the look-ups' ``_alive``), sorted: the
+        crowd's own array of them (its dict holds no other entity, so as many are the
+        same), kept while the crowd's change count and its dict are the same."""
         game = self.fights[0]._lookup.__self__
-        parts, version = game._entities, game.ctx.crowd.version
+        crowd = game.ctx.crowd
+        parts, version = game._entities, crowd.version
         kept = self._live
         if kept[0] is not parts or kept[1] != version:
-            kept = self._live = (parts, version, np.array(sorted(parts), np.int64))
+            ids = crowd.entity_ids
+            if len(ids) != len(parts):              # (humans esper deletes at its next process: gone from the dict)
+                ids = np.array(sorted(parts), np.int64)
+            kept = self._live = (parts, version, ids)
         return kept[2]
 
 

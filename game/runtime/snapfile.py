@@ -284,7 +284,7 @@ def stateful(game) -> list:
     owners = []
     for fn in (*game.ctx.state_functions, *game.ctx.actions):
         parts = getattr(fn, "stateful_parts", None)
-        if parts is not None:                       # several owners' actions run as one (fightupdates): each in its place
+        if parts is not None:                       # several owners' actions as one (fightupdates): each in its place
             owners += parts
         else:
             owners.append(getattr(fn, "__self__", fn))
