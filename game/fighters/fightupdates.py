@@ -62,10 +62,13 @@ class FightUpdates:
         """Run every fight's update of this update in order: a quiet one's AIs' ticks
         counted, the others' ``Fight._update`` (see the module docstring)."""
         fights = self.fights
-        busy = None
+        busy = key = None
         if len(fights) > 1:
-            key = _key(fights[0])
-            busy = self.busy()
+            try:
+                key = _key(fights[0])
+                busy = self.busy()
+            except Exception:                       # (each fight's own update meets it, in its turn)
+                busy = None
         for k, f in enumerate(fights):
             if busy is not None and not busy[k] and _quiet(f, ctx):
                 continue
@@ -73,7 +76,7 @@ class FightUpdates:
                 f._update(ctx)
             except Exception as exc:
                 ctx.fail("actions", exc)
-            if busy is not None and (_hosted(f) or _key(f) != key):
+            if busy is not None and (_hosted(f) or not _same_world(f, key)):
                 busy = None                         # a host's code may have run, or the humans changed: the rest whole
 
     @property
@@ -185,6 +188,14 @@ def _key(f: Any) -> tuple:
     return (crowd.version, game.names.version, id(game._entities), crowd.rebuilds)
 
 
+def _same_world(f: Any, key: Any) -> bool:
+    """Whether the world's key (``_key``) is still ``key``; False when it cannot be read."""
+    try:
+        return _key(f) == key
+    except Exception:
+        return False
+
+
 def _among(ents: np.ndarray, live: np.ndarray) -> np.ndarray:
     """Whether each of ``ents`` is one of the sorted ``live``."""
     if not len(live):
@@ -212,8 +223,11 @@ def _quiet(f: Any, ctx: Any) -> bool:
         t, r = ctl.state_table, ctl.state_row
         if not t.m_enabled[r]:
             continue
+        every = ctl.think_every
+        if every.__class__ is not int or every < 1 or any(c[1] == r and c[0] is t for c in counted):
+            return False                            # (decide's own error; an AI seated twice counts twice)
         tick = t.m_tick[r] + 1
-        if not tick % ctl.think_every:
+        if not tick % every:
             return False                            # a decision this update
         for who in (ctl.me, ctl.opponent):          # decide's look-ups of the two (each raises when gone)
             if who.__class__ is str:

@@ -225,3 +225,38 @@ def test_a_restore_replays_the_grouped_fights_to_the_same_bits():
         assert _run(game, 40)[1] == first
     finally:
         game.close()
+
+
+def test_an_ai_seated_twice_or_unable_to_count_runs_its_fight_whole():
+    """An AI seated twice on its fight counts two ticks an update (its fight is never
+    taken as quiet), and one whose ``think_every`` cannot count raises in its fight's turn
+    while the other fights run: the same bits as each fight's own action."""
+    def at(game, u):
+        fights = game.crowd.fights
+        if u == 3:
+            ai = fights[1].controllers[0]
+            fights[1].controllers.append(ai)
+        if u == 9:
+            fights[2].controllers[1].think_every = 0
+
+    runs = []
+    for grouped in (True, False):
+        game = build_crowd(302, "realistic", seed=9)
+        try:
+            if not grouped:
+                _apart(game)
+            sums, errors = [], []
+            for u in range(30):
+                at(game, u)
+                try:
+                    game.step()
+                except HandlerError as e:
+                    errors.append((u, [type(x).__name__ for x in e.errors]))
+                sums.append(game.checksum())
+            ticks = [[ai.tick for ai in f.controllers] for f in game.crowd.fights]
+            runs.append((sums, errors, ticks))
+        finally:
+            game.close()
+    assert runs[0] == runs[1]
+    assert runs[0][1] and all(u >= 9 for u, _ in runs[0][1])          # the AI that cannot count: every update
+    assert runs[0][2][1][0] == runs[0][2][1][2]                       # (the AI seated twice: one object)
