@@ -216,7 +216,7 @@ def _quiet(f: Any, ctx: Any) -> bool:
         return False
     game = f._lookup.__self__
     names, humans = game.names, game._entities
-    counted = []
+    counted: list = []
     for ctl in seated:
         if not _own(ctl, TICKS) or "decide" in ctl.__dict__:
             return False                            # a controller of the host's: its own code each update
