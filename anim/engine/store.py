@@ -455,6 +455,12 @@ class Table:
         if self._resets and not reset:
             self.unsettled.extend(rows)
 
+    @property
+    def resets(self) -> bool:
+        """Whether rows given back wait in ``unsettled`` to be reset to the defaults
+        (``settle``): a table made with defaults."""
+        return self._resets
+
     def settle(self) -> None:
         """The rows given back and not yet reset back to the defaults (those still free: a
         kernel may have taken one since, which then wrote its own columns)."""

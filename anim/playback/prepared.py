@@ -363,8 +363,10 @@ class RecipeRules:
         for t in tables:                             # a table the world replaced: the buffer's hooks on it too
             t.commands = self.commands
         typed = CmdBlocks(*(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS))
+        # (the other tables whose freed rows wait to be reset: those with defaults to reset to)
         kv = self._cmd_views = (st.signal.now, st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
-                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits),
+                                h.m_speed, ts.m_n_free, ts.m_free_rows,
+                                tuple(t for t in (st.cursors, st.fades, st.gaits) if t.resets),
                                 (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free),
                                 (ts.free_at, st.cursors.free_at, st.fades.free_at, st.gaits.free_at))
         # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
@@ -641,8 +643,13 @@ class RecipeRules:
         buf = self.commands
         if buf.n:
             buf.apply()
-        kv = self._views_now()
-        if kv is not None:
+        kv = self._cmd_views                         # (_views_now, inline: three calls a handle command)
+        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans \
+                or kv[3] is not self.pool._out:
+            kv = self._views()
+            if kv is None:
+                return None
+        if kv[4].unsettled or kv[13]:
             self._settle(kv)
         return kv
 
