@@ -28,7 +28,7 @@ from scuffle.anim.playback.tasks import LOCOMOTION_STILL
 from scuffle.components import Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import IMPULSE_DECAY, LocomotionStop
 
-__all__ = ["FightStates", "join"]
+__all__ = ["FightGroup", "FightStates", "join"]
 
 _STILL = int(LOCOMOTION_STILL)
 _MASK = LocomotionStop.MASK
@@ -36,22 +36,48 @@ _count = np.count_nonzero
 _PUSH = 0.05                 # a throw's push below this (its length) is over (Locomotion._state_velocities)
 
 
-class FightStates:
-    """The state functions of the fights of one context, run as one (see the module
-    docstring): a callable(ctx) in ``SimContext.state_functions``; ``fights`` in the
-    order they joined. Holds no state: only the rows it found, kept while the fights'
-    humans and the tables' arrays are the same."""
+class FightGroup:
+    """What the groups of a world's fights share (``FightStates`` here, FightUpdates in
+    game.fighters.fightupdates): ``fights`` in the order they joined, and the rows found
+    (``kept``, each group's own). Holds no state: only what it read of the fights."""
 
     def __init__(self) -> None:
         self.fights: list = []
-        # (the fights' parts, the three tables and their blocks, the rows and generations)
         self.kept: tuple | None = None
-        # fight -> (its parts, its humans' tables, rows and generations): kept while its
-        # ``_parts`` gives the same tuple (a join or a leave elsewhere reads no other fight's)
-        # and the crowd was not read again whole (``per_of``: Crowd.rebuilds; a restore
-        # that moved a view, a change behind the Game's back)
+        # fight -> (its parts, its humans' tables, rows and generations: ``_entry``): kept
+        # while its ``_parts`` gives the same tuple (a join or a leave elsewhere reads no
+        # other fight's) and the crowd was not read again whole (``per_of``: Crowd.rebuilds;
+        # a restore that moved a view, a change behind the Game's back)
         self.per: dict = {}
         self.per_of = -1
+
+    def entries(self, game: Any) -> list | None:
+        """Each fight's humans' entries (``_entry``: tables, rows, generations), a tuple a
+        fight in order, read again only for a fight whose ``_parts`` is another tuple (see
+        ``per``); None when a fight is on another world."""
+        crowd = game.ctx.crowd
+        if self.per_of != crowd.rebuilds:
+            self.per, self.per_of = {}, crowd.rebuilds
+        per, fresh, out = self.per, {}, []
+        for f in self.fights:
+            if f._lookup.__self__ is not game:
+                return None
+            parts = f._parts()
+            mine = per.get(f)
+            if mine is None or mine[0] is not parts:
+                mine = (parts, tuple(_entry(m) for _, m in parts))
+            fresh[f] = mine
+            out.append(mine[1])
+        self.per = fresh
+        return out
+
+
+class FightStates(FightGroup):
+    """The state functions of the fights of one context, run as one (see the module
+    docstring): a callable(ctx) in ``SimContext.state_functions``; ``fights`` in the
+    order they joined. Holds no state: only the rows it found (``kept``: the fights'
+    parts, the three tables and their blocks, the rows and generations), kept while the
+    fights' humans and the tables' arrays are the same."""
 
     def __call__(self, ctx: Any) -> None:
         fights = self.fights
@@ -87,20 +113,10 @@ class FightStates:
             blocks = kept[4]
             if blocks[0] is ct.block and blocks[1] is bt.block and blocks[2] is ht.block:
                 return kept[5]
-        if self.per_of != game.ctx.crowd.rebuilds:
-            self.per, self.per_of = {}, game.ctx.crowd.rebuilds
-        per, fresh = self.per, {}
-        entries: list = []
-        for f in fights:
-            if f._lookup.__self__ is not game:
-                return None
-            parts = f._parts()
-            mine = per.get(f)
-            if mine is None or mine[0] is not parts:
-                mine = (parts, tuple(_entry(m) for _, m in parts))
-            fresh[f] = mine
-            entries.extend(mine[1])
-        self.per = fresh
+        per_fight = self.entries(game)
+        if per_fight is None:
+            return None
+        entries = [e for mine in per_fight for e in mine]
         if len(entries) < 2:
             return None
         ct, bt, ht = entries[0][:3]

@@ -31,30 +31,25 @@ from typing import Any
 
 import numpy as np
 
-from scuffle.components import Body, Combat
+from scuffle.components import Body
 from scuffle.components.bodies import NO_ATTACHMENT
 from scuffle.game.fighters.fightdata import FightState
+from scuffle.game.fighters.fightstates import FightGroup
 
 __all__ = ["FightUpdates", "join"]
 
 _DOWN = FightState.DOWN
 
 
-class FightUpdates:
+class FightUpdates(FightGroup):
     """The per-update actions of the fights of one context, run as one (see the module
     docstring): a callable(ctx) in ``SimContext.actions``; ``fights`` in the order they
-    joined. Holds no state of the game's: only the rows it found, kept while the world's
-    humans and the tables' arrays are the same."""
+    joined. Holds no state of the game's: only the rows it found (``kept``: the world's
+    key, its dict of humans, the number of fights, the tables, their blocks, the rows),
+    kept while the world's humans and the tables' arrays are the same."""
 
     def __init__(self) -> None:
-        self.fights: list = []
-        # (the world's key, its dict of humans, the number of fights, the tables, their
-        # blocks, the rows): ``rows``
-        self.kept: tuple | None = None
-        # fight -> (its parts, their Combat and Body views): kept while its ``_parts`` gives
-        # the same tuple and the crowd was not read whole again (``per_of``: Crowd.rebuilds)
-        self.per: dict = {}
-        self.per_of = -1
+        super().__init__()
         self._down: tuple = (-1, np.zeros(0, np.int64))     # (len(texts), the codes of "down")
         self._live: tuple = (None, -1, np.zeros(0, np.int64))   # (parts, crowd version, entities sorted)
 
@@ -91,9 +86,7 @@ class FightUpdates:
         when the columns cannot stand for the fights' own reads (a subclass's rules,
         fights on several worlds, two tables of a kind, a human twice). Found again only
         when the world's humans or names changed, or a table's arrays were replaced; then
-        a fight whose ``_parts`` is the same tuple keeps its entries, unless the crowd was
-        read whole since (``Crowd.rebuilds``: a view may hold another row), so that a join
-        or a leave elsewhere reads no fight's views again."""
+        each fight's entries are read again only when its humans changed (``entries``)."""
         fights = self.fights
         game = fights[0]._lookup.__self__
         crowd = game.ctx.crowd
@@ -103,20 +96,12 @@ class FightUpdates:
             ct, bt = kept[3]
             if kept[4][0] is ct.block and kept[4][1] is bt.block:
                 return kept[5]
-        if self.per_of != crowd.rebuilds:
-            self.per, self.per_of = {}, crowd.rebuilds
-        per, fresh = self.per, {}
-        entries: list = []
-        for k, f in enumerate(fights):
-            if f._lookup.__self__ is not game or not _own(f, RULES):
-                return None
-            parts = f._parts()
-            mine = per.get(f)
-            if mine is None or mine[0] is not parts:
-                mine = (parts, [(m[Combat], m[Body]) for _, m in parts])
-            fresh[f] = mine
-            entries += [(c._table, b._table, c._row, b._row, c._gen, b._gen, k) for c, b in mine[1]]
-        self.per = fresh
+        if not all(_own(f, RULES) for f in fights):
+            return None
+        per_fight = self.entries(game)
+        if per_fight is None:
+            return None
+        entries = [(*e[:2], *e[3:5], *e[6:8], k) for k, mine in enumerate(per_fight) for e in mine]
         if not entries:
             return None
         ct, bt = entries[0][:2]
@@ -140,7 +125,7 @@ class FightUpdates:
             return None
         ct, bt, cr, br, cg, bg, seg = got
         if ct.gen[cr].tobytes() != cg or bt.gen[br].tobytes() != bg:
-            self.kept = None                        # (a view moved or let go: read again next time)
+            self.kept, self.per = None, {}          # (a view moved or let go: every fight's read again next time)
             return None
         live = self._live_ids()
         partner = ct.partner[cr]
