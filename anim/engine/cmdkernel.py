@@ -496,12 +496,13 @@ def run_rows(blocks, out, lay, ats, ti, tf, sel, cmd):
 
 # How many commands ahead the compiled calls fetch what they will read: ``apply_commands``
 # the human's row of the buffer row FETCH_AHEAD ahead, the task rows near its bottom task
-# of the row FETCH_TASKS ahead, the cursor rows those link of the next row (each wave read
-# from the lines the one before fetched); ``buffer_commands`` the human's row of the
+# of the row FETCH_TASKS ahead, the cursor rows those link of the row FETCH_CURSORS ahead
+# (each wave read from the lines the one before fetched); ``buffer_commands`` the human's row of the
 # command FETCH_AHEAD ahead and, for a steering command FETCH_TASKS ahead, its stack's
 # task rows. The cache misses of a few commands overlap.
 FETCH_AHEAD = 4
 FETCH_TASKS = 2
+FETCH_CURSORS = 1
 
 
 @_helper
@@ -608,7 +609,8 @@ def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). The rows are taken near each human's (kernels_write
     .take_row; ``ats`` as ``run_rows``); those of the rows ahead are prefetched meanwhile
-    (``_fetch_human``, ``_fetch_task_rows``, ``_fetch_cursor_rows``: a hint, no value changes). Original: as ``run_rows``."""
+    (``_fetch_human``, ``_fetch_task_rows``, ``_fetch_cursor_rows``: a hint, no value
+    changes). Original: as ``run_rows``."""
     rows = _rows_of(blocks, lay, ats)
     h64, h32 = blocks.h64, blocks.h32
     o_h_depth = lay[H_DEPTH]
@@ -619,8 +621,8 @@ def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
         j = i + FETCH_TASKS
         if j < n_rows:
             _fetch_task_rows(rows, out, h32, lay, ti, bi[j, B_SEL:B_SEL + bi[j, B_STEPS]], bi[j, B_SLOT])
-        if i + 1 < n_rows:
-            _fetch_cursor_rows(rows[0], rows[1], h32, lay, bi[i + 1, B_SLOT])
+        if i + FETCH_CURSORS < n_rows:
+            _fetch_cursor_rows(rows[0], rows[1], h32, lay, bi[i + FETCH_CURSORS, B_SLOT])
         slot = bi[i, B_SLOT]
         cmd = (slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED],
                bf[i, BF_FADE], bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])      # (CmdArgs' fields)

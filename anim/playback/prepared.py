@@ -643,13 +643,8 @@ class RecipeRules:
         buf = self.commands
         if buf.n:
             buf.apply()
-        kv = self._cmd_views                         # (_views_now, inline: three calls a handle command)
-        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans \
-                or kv[3] is not self.pool._out:
-            kv = self._views()
-            if kv is None:
-                return None
-        if kv[4].unsettled or kv[13]:
+        kv = self._views_now()
+        if kv is not None:
             self._settle(kv)
         return kv
 

@@ -89,8 +89,7 @@ class FightUpdates(FightGroup):
         each fight's entries are read again only when its humans changed (``entries``)."""
         fights = self.fights
         game = fights[0]._lookup.__self__
-        crowd = game.ctx.crowd
-        key = (crowd.version, game.names.version, crowd.rebuilds)
+        key = _world_key(game)
         kept = self.kept
         if kept is not None and kept[0] == key and kept[1] is game._entities and kept[2] == len(fights):
             ct, bt = kept[3]
@@ -101,13 +100,14 @@ class FightUpdates(FightGroup):
         per_fight = self.entries(game)
         if per_fight is None:
             return None
-        entries = [(*e[:2], *e[3:5], *e[6:8], k) for k, mine in enumerate(per_fight) for e in mine]
+        entries = [e for mine in per_fight for e in mine]
         if not entries:
             return None
-        ct, bt = entries[0][:2]
-        if not all(e[0] is ct and e[1] is bt for e in entries):
+        cts, bts, _, cr, br, _, cg, bg, _ = zip(*entries)
+        ct, bt = cts[0], bts[0]
+        if not all(t is ct for t in cts) or not all(t is bt for t in bts):
             return None
-        _, _, cr, br, cg, bg, seg = zip(*entries)
+        seg = [k for k, mine in enumerate(per_fight) for _ in mine]
         if len(set(cr)) != len(cr) or len(set(br)) != len(br):
             return None
         got = (ct, bt, np.array(cr, np.intp), np.array(br, np.intp), np.array(cg, ct.gen.dtype).tobytes(),
@@ -163,14 +163,19 @@ class FightUpdates(FightGroup):
         return kept[2]
 
 
-def _key(f: Any) -> tuple:
-    """The world's humans and names as the fights' look-ups read them (the crowd's and
-    the names' change counts, its dict of humans, its readings whole), esper's changes
-    seen first (``Game._see``, as each fight's ``_parts`` does)."""
-    game = f._lookup.__self__
-    game._see()
+def _world_key(game: Any) -> tuple:
+    """The world's humans and names as the fights' look-ups read them: the crowd's and the
+    names' change counts, its dict of humans, its readings whole."""
     crowd = game.ctx.crowd
     return (crowd.version, game.names.version, id(game._entities), crowd.rebuilds)
+
+
+def _key(f: Any) -> tuple:
+    """``_world_key`` of fight ``f``'s world, esper's changes seen first (``Game._see``, as
+    each fight's ``_parts`` does)."""
+    game = f._lookup.__self__
+    game._see()
+    return _world_key(game)
 
 
 def _same_world(f: Any, key: Any) -> bool:
