@@ -4,7 +4,9 @@ each fight's own action run one after the other."""
 from __future__ import annotations
 
 import io
+import random
 
+import esper
 import pytest
 
 from scuffle import HandlerError
@@ -16,7 +18,7 @@ from scuffle.game.fighters.fightdata import FightEventKind, FightState
 from scuffle.game.fighters.fightupdates import FightUpdates
 from scuffle.game.runtime.snapfile import stateful
 from scuffle.game.runtime.trace import iter_trace_records, write_records
-from scuffle.game.tools.bench import FIGHT_EVERY, build_crowd
+from scuffle.game.tools.bench import FIGHT_EVERY, build_crowd, crowd_set
 
 
 def _apart(game) -> None:
@@ -260,3 +262,87 @@ def test_an_ai_seated_twice_or_unable_to_count_runs_its_fight_whole():
     assert runs[0] == runs[1]
     assert runs[0][1] and all(u >= 9 for u, _ in runs[0][1])          # the AI that cannot count: every update
     assert runs[0][2][1][0] == runs[0][2][1][2]                       # (the AI seated twice: one object)
+
+
+def _host_change(game, rng: random.Random, u: int, kept: dict) -> int:
+    """One change a host may make between updates, drawn from ``rng``: a fighter knocked
+    down or given a partner that is no human, an AI's pace of thought changed, a
+    controller of the host's added or one taken away, a listener that knocks a fighter of
+    any fight down on a blow (and may add a human there, inside the update), an extra
+    joining, leaving or deleted in esper behind the Game's back, a snapshot taken or
+    restored (none taken before a human left). Returns which change it drew (0-10)."""
+    fights = game.crowd.fights
+    f = fights[rng.randrange(len(fights))]
+    name = rng.choice(sorted(f.game.names))
+    fighters = {n for fi in fights for n in fi.game.names}
+    extras = [(n, e) for n, e in game.humans() if n not in fighters]
+    kind = rng.randrange(11)
+    if kind == 0:
+        c = game.component(name, Combat)
+        c.state, c.down_left = FightState.DOWN, rng.randrange(1, 6)
+    elif kind == 1:
+        game.component(name, Combat).partner = rng.choice([1 << 30, -1])
+    elif kind == 2:
+        for ctl in f.controllers:
+            if isinstance(ctl, FighterAI):
+                ctl.think_every = rng.randrange(1, 5)
+    elif kind == 3:
+        f.controllers.append(lambda fight: None)
+    elif kind == 4 and f.controllers:
+        f.controllers.pop(rng.randrange(len(f.controllers)))
+    elif kind == 5:                                   # a fighter of any fight, a later one's too
+        other = rng.choice(sorted(fighters))
+        joins = rng.random() < 0.3
+
+        def knock(ev, game=game, other=other, joins=joins):
+            c = game.component(other, Combat)
+            if c.state == FightState.FREE:
+                c.state, c.down_left = FightState.DOWN, 2
+            if joins:                                 # the world's humans changed inside the update
+                game.add_human(f"mid{game.ctx.update}", crowd_set(), (0.0, 0.0, 0.0), 0.0)
+
+        f.on(rng.choice([FightEventKind.HIT, FightEventKind.MISS]), knock)
+    elif kind == 6:
+        game.add_human(f"new{u}", crowd_set(), (rng.random() * 4.0, rng.random() * 4.0, 0.0), 0.0)
+    elif kind == 7 and extras:
+        game.remove_human(rng.choice(extras)[0])
+        kept.pop("snap", None)                       # (a human removed cannot come back: Game.restore)
+    elif kind == 8 and extras:
+        with game.active():
+            esper.delete_entity(rng.choice(extras)[1], immediate=rng.random() < 0.5)
+        kept.pop("snap", None)
+    elif kind == 9:
+        kept["snap"] = game.snapshot()
+    elif kind == 10 and "snap" in kept:
+        game.restore(kept["snap"])
+    return kind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [11, 12])
+def test_a_hosts_random_changes_give_each_fights_own_bits(seed):
+    """A host changing the world at random between updates (``_host_change``, before
+    about one update in twelve): the trace bytes, the checksums and the errors the updates
+    raise with the fights' actions as one group are those of each fight's own action."""
+    runs = []
+    for grouped in (True, False):
+        game = build_crowd(3 * FIGHT_EVERY + 2, "realistic", seed=seed)
+        try:
+            if not grouped:
+                _apart(game)
+            rng, kept, kinds = random.Random(seed), {}, set()
+            out, sums, errors = io.StringIO(), [], []
+            for u in range(150):
+                if rng.random() < 0.08:
+                    kinds.add(_host_change(game, rng, u, kept))
+                try:
+                    game.step()
+                except HandlerError as e:
+                    errors.append((u, [f"{type(x).__name__}: {x}" for x in e.errors]))
+                write_records(out, iter_trace_records(game))
+                sums.append(game.checksum())
+            runs.append((out.getvalue(), sums, errors, kinds))
+        finally:
+            game.close()
+    assert runs[0] == runs[1]
+    assert len(runs[0][3]) >= 5, runs[0][3]                           # (changes of many kinds drawn)
