@@ -679,8 +679,9 @@ def make_event(frame: int, type: int, args: tuple[int, int] = (0, 0),
     ``word`` (types 11/12, a u32) or ``fov`` (0x3a, a finite f32) overwrites the bytes
     at +8 (not both); ``code`` (0x21) fills +0x14. Rejected (ClipAuthoringError):
     frame, type or args outside u16, a position or rotation that is not three finite
-    values in range, a word outside u32, a non-finite fov, a code over three latin-1
-    letters.
+    values in range, a word outside u32, a non-finite fov (given, or for a 0x3a event
+    without one, the f32 its position's x and y bytes make: parse_clip's check), a code
+    over three latin-1 letters.
 
     Original: 0x00101dd8 Anim_FireFrameEvents (the record it reads).
     """
@@ -718,6 +719,11 @@ def make_event(frame: int, type: int, args: tuple[int, int] = (0, 0),
     if raw8 is not None:
         lo, hi = struct.unpack("<hh", raw8)
         rec["pos"][0], rec["pos"][1] = lo, hi
+    elif type == EventType.POWER_CAMERA_CUT:      # its position's x and y bytes are its fov (parse_clip's check)
+        got = struct.unpack("<f", struct.pack("<hh", int(rec["pos"][0]), int(rec["pos"][1])))[0]
+        if not math.isfinite(got):
+            raise ClipAuthoringError(f"event type 0x3a: its field of view is the f32 at +8, where position "
+                                     f"{tuple(float(v) for v in pos[:2])} puts {got}: give a finite fov")
     if code is not None:
         try:
             c = code.encode("latin-1")

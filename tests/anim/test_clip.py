@@ -539,6 +539,7 @@ def test_author_rejects_bad_input(kwargs):
     dict(frame=0, type=11, word=1 << 32),
     dict(frame=0, type=0x3A, fov=math.inf),
     dict(frame=0, type=0x3A, fov=1e39),
+    dict(frame=0, type=0x3A, position=(0.0, -0.125, 0.0)),   # its x, y bytes read as the fov: -inf
     dict(frame=0, type=11, word=1, fov=1.0),
     dict(frame=0, type=0x21, code="blood"),
     dict(frame=0, type=0x21, code="\u2603"),
@@ -546,6 +547,19 @@ def test_author_rejects_bad_input(kwargs):
 def test_make_event_rejects_bad_input(kwargs):
     with pytest.raises(ClipAuthoringError):
         make_event(**kwargs)
+
+
+def test_a_camera_cuts_field_of_view_is_the_bytes_its_position_would_hold():
+    """A 0x3a event's field of view is the f32 at +8, where another event holds its position's
+    x and y: an event the parser would refuse is refused when authored, naming the field; a
+    finite one, given as ``fov`` or left in the position's bytes, is read back as written."""
+    with pytest.raises(ClipAuthoringError, match="field of view"):
+        make_event(0, EventType.POWER_CAMERA_CUT, position=(0.0, -0.125, 0.0))
+    for kwargs in (dict(fov=-1.0), dict(fov=42.5), dict(position=(0.0, 0.0, 1.0))):
+        ev = make_event(0, EventType.POWER_CAMERA_CUT, **kwargs)
+        clip = author_clip("cut", 4, events=[ev])
+        back = parse_clip(*encode_clip(clip))
+        assert back.decoded_events()[0].fov == kwargs.get("fov", 0.0)
 
 
 unit_quat = st.tuples(*[st.floats(-1, 1, allow_nan=False)] * 4).filter(
@@ -561,13 +575,23 @@ def authored_channel(draw, values):
 position = st.tuples(st.floats(-30, 30), st.floats(-30, 30), st.floats(-15, 15))
 
 
+@st.composite
+def authored_event(draw):
+    """An event record as make_event writes it: any type, a camera cut (0x3a) with a finite
+    field of view of its own (its position's x and y bytes are its fov)."""
+    etype = draw(st.one_of(st.integers(0, 0xFFFF), st.just(int(EventType.POWER_CAMERA_CUT))))
+    fov = draw(st.floats(allow_nan=False, allow_infinity=False, width=32)) \
+        if etype == EventType.POWER_CAMERA_CUT else None
+    args = draw(st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF)))
+    return make_event(draw(st.integers(0, 0xFFFF)), etype, args, draw(position),
+                      draw(st.tuples(*[st.floats(-1, 1)] * 3)), fov=fov)
+
+
 @given(vel=st.one_of(st.none(), authored_channel(position)),
        tr=st.one_of(st.none(), authored_channel(position)),
        rot=st.dictionaries(st.integers(0, 33), authored_channel(unit_quat), max_size=6),
        frames=st.integers(1, 1000),
-       events=st.lists(st.builds(make_event, st.integers(0, 0xFFFF), st.integers(0, 0xFFFF),
-                                 st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF)),
-                                 position, st.tuples(*[st.floats(-1, 1)] * 3)), max_size=4))
+       events=st.lists(authored_event(), max_size=4))
 @SETTINGS
 def test_authored_clips_round_trip(vel, tr, rot, frames, events):
     clip = author_clip("prop", frames, velocity=vel, translation=tr, rotations=rot, events=events)
