@@ -198,17 +198,28 @@ class Event:
         return d
 
 
+def _bytes8(rec: np.void | np.ndarray) -> bytes:
+    """The four bytes at +8 of an event record (a record, or a 0-d array of one: its
+    position's x and y as s16): a type 11/12 event's word, a camera cut's (0x3a) field
+    of view."""
+    return struct.pack("<hh", int(rec["pos"][0]), int(rec["pos"][1]))
+
+
+def _fov(rec: np.void | np.ndarray) -> float:
+    """A camera cut's (0x3a) field of view: the f32 at +8 of its record."""
+    return struct.unpack("<f", _bytes8(rec))[0]
+
+
 def _event_from_record(rec: np.void) -> Event:
     pos = tuple(int(v) for v in rec["pos"])
     rot = tuple(int(v) for v in rec["rot"])
     tail = bytes(rec["tail"].tobytes())
     etype = int(rec["type"])
     word = code = fov = None
-    raw8 = struct.pack("<hh", pos[0], pos[1])
     if etype in _WORD_TYPES:
-        word = struct.unpack("<I", raw8)[0]
+        word = struct.unpack("<I", _bytes8(rec))[0]
     if etype == EventType.POWER_CAMERA_CUT:
-        fov = struct.unpack("<f", raw8)[0]
+        fov = _fov(rec)
     if etype == EventType.NAMED_EFFECT:
         code = tail.split(b"\0", 1)[0].decode("latin-1")
     position = tuple(float(v) for v in (np.array(pos, np.float32) * POS_SCALE))
@@ -482,7 +493,7 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
     events = np.frombuffer(keyframes, dtype=EVENT_DTYPE, count=nevents, offset=total).copy()
     for i, rec in enumerate(events):
         if int(rec["type"]) == EventType.POWER_CAMERA_CUT:
-            fov = struct.unpack("<f", struct.pack("<hh", int(rec["pos"][0]), int(rec["pos"][1])))[0]
+            fov = _fov(rec)
             if not math.isfinite(fov):
                 raise ClipFormatError(_K, total + i * EVENT_SIZE + 8, f"event {i} field of view",
                                       f"{fov} is not finite")
@@ -720,7 +731,7 @@ def make_event(frame: int, type: int, args: tuple[int, int] = (0, 0),
         lo, hi = struct.unpack("<hh", raw8)
         rec["pos"][0], rec["pos"][1] = lo, hi
     elif type == EventType.POWER_CAMERA_CUT:      # its position's x and y bytes are its fov (parse_clip's check)
-        got = struct.unpack("<f", struct.pack("<hh", int(rec["pos"][0]), int(rec["pos"][1])))[0]
+        got = _fov(rec)
         if not math.isfinite(got):
             raise ClipAuthoringError(f"event type 0x3a: its field of view is the f32 at +8, where position "
                                      f"{tuple(float(v) for v in pos[:2])} puts {got}: give a finite fov")

@@ -59,7 +59,8 @@ class FighterAI:
     # in memory, of its Fight's ``ai_rows`` (game.fighters.airows)
     ROW_STATE = True
     # between decisions its update only counts the tick and looks its two humans up, which
-    # a group of fights does for it (game.fighters.fightupdates): read on this class alone
+    # a group of fights does for it (game.fighters.fightupdates, ``between_decisions``):
+    # read on this class alone
     quiet_ticks = True
 
     def __init__(self, me: str, opponent: str, seed: int = 0, aggression: float = 0.6,
@@ -216,6 +217,31 @@ class FighterAI:
             self.hold_actions = self.rng.randint(1, 3)
             return _replies(self, toward).grab
         return _replies(self, toward).strike
+
+    def between_decisions(self, names: dict, humans: dict) -> int | None:
+        """What ``decide`` counts this update when it would do nothing else, for a group of
+        fights that counts the tick itself (game.fighters.fightupdates): 0 for a disabled AI
+        (nothing counted), the tick to write when this update is one between decisions and
+        both humans are found (``names``: the Game's name -> entity, ``humans``: its entity
+        -> components, as ``decide``'s look-ups read them), else None (a decision, or
+        ``decide`` would raise). Writes nothing. Kept beside ``decide``: the same rules."""
+        t, r = self.state_table, self.state_row
+        if not t.m_enabled[r]:
+            return 0
+        every = self.think_every
+        if every.__class__ is not int or every < 1:
+            return None                                 # (decide's own error)
+        tick = t.m_tick[r] + 1
+        if not tick % every:
+            return None                                 # a decision this update
+        for who in (self.me, self.opponent):            # decide's look-ups of the two (each raises when gone)
+            if who.__class__ is str:
+                ent = names.get(who)
+                if ent is None or ent not in humans:
+                    return None
+            elif who.__class__ is not int or Body not in humans.get(who, ()):
+                return None
+        return tick
 
     # the answers that face the opponent, made once per opponent's name (Replies)
     replies: Replies

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from scuffle.components import Body
 from scuffle.components.bodies import NO_ATTACHMENT
 from scuffle.game.fighters.fightdata import FightState
 from scuffle.game.fighters.fightstates import FightGroup
@@ -210,22 +209,14 @@ def _quiet(f: Any, ctx: Any) -> bool:
     for ctl in seated:
         if not _own(ctl, TICKS) or "decide" in ctl.__dict__:
             return False                            # a controller of the host's: its own code each update
+        tick = ctl.between_decisions(names, humans)
+        if tick is None:
+            return False                            # a decision, or decide's own error
+        if not tick:
+            continue                                # (disabled: nothing counted)
         t, r = ctl.state_table, ctl.state_row
-        if not t.m_enabled[r]:
-            continue
-        every = ctl.think_every
-        if every.__class__ is not int or every < 1 or any(c[1] == r and c[0] is t for c in counted):
-            return False                            # (decide's own error; an AI seated twice counts twice)
-        tick = t.m_tick[r] + 1
-        if not tick % every:
-            return False                            # a decision this update
-        for who in (ctl.me, ctl.opponent):          # decide's look-ups of the two (each raises when gone)
-            if who.__class__ is str:
-                ent = names.get(who)
-                if ent is None or ent not in humans:
-                    return False
-            elif who.__class__ is not int or Body not in humans.get(who, ()):
-                return False
+        if any(c[1] == r and c[0] is t for c in counted):
+            return False                            # (an AI seated twice counts twice)
         counted.append((t, r, tick))
     for t, r, tick in counted:
         t.m_tick[r] = tick

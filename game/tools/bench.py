@@ -944,20 +944,21 @@ def _patch_command_kernels(player, sink: dict, calls: dict, cpu: dict) -> list:
         if fn is None:
             continue
         saved.append((owner, name, fn))
-        wrapped = _timed_call(fn, sink, key, calls, cpu)
-        if owner.__class__ is dict:
-            owner[name] = wrapped
-        else:
-            setattr(owner, name, wrapped)
+        _put(owner, name, _timed_call(fn, sink, key, calls, cpu))
     return saved
 
 
+def _put(owner, name: str, fn) -> None:
+    """``fn`` as ``owner``'s ``name``: a dict's entry, else an attribute."""
+    if owner.__class__ is dict:
+        owner[name] = fn
+    else:
+        setattr(owner, name, fn)
+
+
 def _unpatch(saved: list) -> None:
-    for mod, name, fn in saved:
-        if mod.__class__ is dict:
-            mod[name] = fn
-        else:
-            setattr(mod, name, fn)
+    for owner, name, fn in saved:
+        _put(owner, name, fn)
 
 
 def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, kernels_cpu: dict,
@@ -983,15 +984,14 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
     real = getattr(game, "crowd", None)
     if real is not None:                  # the fight rules' own time (in the actions and state update)
         ctx = game.ctx
-        from scuffle.game.fighters.fightstates import FightStates
-        from scuffle.game.fighters.fightupdates import FightUpdates
+        from scuffle.game.fighters.fightstates import FightGroup
 
         mine = set(map(id, real.fights))
         for lst in (ctx.actions, ctx.state_functions):
             for k, fn in enumerate(lst):
                 # a fight's own action or state function, or a group running several fights' as one
                 if id(getattr(fn, "__self__", None)) in mine or (
-                        fn.__class__ in (FightUpdates, FightStates) and any(id(f) in mine for f in fn.fights)):
+                        isinstance(fn, FightGroup) and any(id(f) in mine for f in fn.fights)):
                     lst[k] = _timed_call(fn, stages, FIGHT_STAGE, cpu=stages_cpu)
         for t, hs in ctx.handlers.items():
             ctx.handlers[t] = [_timed_call(h, stages, FIGHT_STAGE, cpu=stages_cpu)

@@ -28,14 +28,20 @@ def _apart(game) -> None:
     acts[k:k + 1] = [f._update for f in acts[k].fights]
 
 
-def _run(game, updates: int, at=None) -> tuple[str, list[str]]:
+def _run(game, updates: int, at=None, errors: list | None = None) -> tuple[str, list[str]]:
     """Step ``updates`` times: the trace's bytes and each update's checksum; ``at(u)`` is
-    called before update u."""
+    called before update u; with ``errors``, an update that raises a HandlerError (the
+    update complete) has (u, its errors as text) appended there and the run goes on."""
     out, sums = io.StringIO(), []
     for u in range(updates):
         if at is not None:
             at(game, u)
-        game.step()
+        try:
+            game.step()
+        except HandlerError as e:
+            if errors is None:
+                raise
+            errors.append((u, [f"{type(x).__name__}: {x}" for x in e.errors]))
         write_records(out, iter_trace_records(game))
         sums.append(game.checksum())
     return out.getvalue(), sums
@@ -330,18 +336,13 @@ def test_a_hosts_random_changes_give_each_fights_own_bits(seed):
         try:
             if not grouped:
                 _apart(game)
-            rng, kept, kinds = random.Random(seed), {}, set()
-            out, sums, errors = io.StringIO(), [], []
-            for u in range(150):
+            rng, kept, kinds, errors = random.Random(seed), {}, set(), []
+
+            def at(game, u, rng=rng, kept=kept, kinds=kinds):
                 if rng.random() < 0.08:
                     kinds.add(_host_change(game, rng, u, kept))
-                try:
-                    game.step()
-                except HandlerError as e:
-                    errors.append((u, [f"{type(x).__name__}: {x}" for x in e.errors]))
-                write_records(out, iter_trace_records(game))
-                sums.append(game.checksum())
-            runs.append((out.getvalue(), sums, errors, kinds))
+
+            runs.append((*_run(game, 150, at, errors), errors, kinds))
         finally:
             game.close()
     assert runs[0] == runs[1]
