@@ -31,10 +31,10 @@ figure; a third pass); the update after one human joins and one leaves against a
 steady update (``join_leave_ratio``, medians of JOIN_LEAVE_TRIALS pairs, as many on even
 updates as on odd ones, between the first and the second pass); at 2 humans the fight's
 mean over FIGHT_UPDATES whole updates more (``fight_cpu_ms_mean``, the fighters goal's
-figure: ``_fight_pass``); Python outside the kernels (``python_cpu_ms``: the first pass's mean
-CPU per update less the kernels' CPU of the second: the update's six and the command path's,
-KERNELS and COMMAND_KERNELS, the latter's timers' own clock readings taken out, ``timer_cpu_us``
-a call); the kernels
+figure: ``_fight_pass``); Python outside the kernels (``python_cpu_ms``: the mean CPU per
+update of as many updates more with the compiled calls alone timed, the update's six and the
+command path's, KERNELS and COMMAND_KERNELS, less those calls' CPU, each timer's own cost
+taken out: ``_python_pass``, between the join and leave and the second pass); the kernels
 alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work on the reference
 engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.reference; fewer
 updates) and the speed-up; the peak memory after the compiled run (``compiled_peak_mb``)
@@ -898,6 +898,51 @@ def _timer_cost(n: int = 4000, rounds: int = 3) -> tuple[float, float]:
     return best
 
 
+def _timer_cost_whole(n: int = 4000, rounds: int = 3) -> float:
+    """The CPU seconds a kernel's timer (``_timed_call`` with its counts) adds to the
+    update around the call: a timed empty call over a bare one, the least of ``rounds``
+    rounds of ``n``."""
+    clock = time.process_time
+    timed = _timed_call(_nothing, {}, "empty", {}, {})
+    best = float("inf")
+    for _ in range(rounds):
+        c0 = clock()
+        for _ in range(n):
+            timed()
+        c1 = clock()
+        for _ in range(n):
+            _nothing()
+        c2 = clock()
+        best = min(best, ((c1 - c0) - (c2 - c1)) / n)
+    return max(0.0, best)
+
+
+def _python_pass(game, updates: int) -> float:
+    """Python outside the kernels (``python_cpu_ms``), from ``updates`` updates of a pass
+    of its own with the compiled calls alone timed (``_patch_kernels``, as the stage pass
+    times them; no system's timer): the pass's CPU less the kernels', a timer's own cost
+    taken out of each (``_timer_cost_whole`` a call from the pass, ``_timer_cost`` from
+    the kernels' figure). Both terms come from the same updates, so a machine whose speed
+    moves between passes moves them alike."""
+    kernels: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    cpu: dict[str, float] = {}
+    saved = _patch_kernels(kernels, calls, cpu, game.player.batch)
+    clock = time.process_time
+    try:
+        c0 = clock()
+        for _ in range(updates):
+            game.step()
+        total = clock() - c0
+    finally:
+        _unpatch(saved)
+    n = sum(calls.values())
+    inside = _timer_cost()[1]
+    whole = _timer_cost_whole()
+    python = (total - n * whole) - (sum(cpu.values()) - n * inside)
+    return round(max(0.0, python) * 1000.0 / updates, 4)
+
+
 def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
     """Time the compiled kernels alone, as the engine calls them: the step, the pose and
     the flush's two through the engine's trusted calls (``batch._step_kernel``,
@@ -1110,6 +1155,7 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         if n == 2 and fight_updates > 0:
             extra.update(_fight_pass(game, fight_updates))
         extra.update(_join_leave(game))
+        python_ms = _python_pass(game, updates) if stage_pass and batch is not None else None
         # the second pass: the same number of updates on from there, every stage timed
         stages: dict[str, float] = {}
         stages_cpu: dict[str, float] = {}
@@ -1160,8 +1206,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             extra["step_stacks_us_per_human"] = round(kernels.get("step_stacks", 0.0) * 1e6 / (updates * n), 4)
             extra["kernel_cpu_ms"] = {k: round(kernels_cpu.get(k, 0.0) * 1000.0 / updates, 4) for k in every}
             extra["pose_stacks_cpu_us_per_human"] = round(kernels_cpu.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
-            if stage_pass:                   # the update's CPU less the compiled kernels' own
-                extra["python_cpu_ms"] = round(float(np.mean(cpu)) - sum(extra["kernel_cpu_ms"].values()), 4)
+            if python_ms is not None:
+                extra["python_cpu_ms"] = python_ms
         if frozen is not None:
             gc.unfreeze()                    # the next run's world is another one (the snapshots: unsettled, as before)
             frozen = None

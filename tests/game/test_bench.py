@@ -408,3 +408,32 @@ def test_a_level_load_times_each_step_of_a_fights_build():
     assert r["first_step_ms"] > r["later_step_ms"] and r["fight_ms"] > r["add_human_ms"], r
     with pytest.raises(ValueError, match="builds"):
         level_load(builds=0)
+
+
+def test_python_pass_takes_each_timers_own_cost_out(monkeypatch):
+    """Python outside the kernels comes from one pass of its own: its CPU less the
+    kernels', a timer's own cost out of each. With a CPU clock that moves one tick a
+    reading, a kernel's timer costs the pass two ticks a call and the kernel's figure
+    one, so all that is left is the pass's own last reading; the kernels are put back."""
+    import itertools
+
+    from scuffle.game.tools import bench
+
+    game = build_crowd(4, "light")
+    for _ in range(3):
+        game.step()
+    eng = game.player.batch
+    before = (eng._step_kernel, eng._pose_kernel, eng._flush_release, eng._flush_anim_ids)
+    ticks = itertools.count()
+    monkeypatch.setattr(bench.time, "process_time", lambda: next(ticks) * 1e-6)
+    counted: list = []
+    patch = bench._patch_kernels
+
+    def spy(sink, calls, cpu, batch=None):
+        counted.append(calls)
+        return patch(sink, calls, cpu, batch)
+
+    monkeypatch.setattr(bench, "_patch_kernels", spy)
+    assert bench._python_pass(game, 5) == round(1e-6 * 1000.0 / 5, 4)
+    assert counted and all(counted[0].get(k) == 5 for k in ("step_stacks", "pose_stacks", "root_motion_step"))
+    assert (eng._step_kernel, eng._pose_kernel, eng._flush_release, eng._flush_anim_ids) == before
