@@ -34,7 +34,8 @@ mean over FIGHT_UPDATES whole updates more (``fight_cpu_ms_mean``, the fighters 
 figure: ``_fight_pass``); Python outside the kernels (``python_cpu_ms``: the mean CPU per
 update of as many updates more with the compiled calls alone timed, the update's six and the
 command path's, KERNELS and COMMAND_KERNELS, less those calls' CPU, each timer's own cost
-taken out: ``_python_pass``, between the join and leave and the second pass); the kernels
+taken out: ``_python_pass``, between the join and leave and the second pass; one thread
+only); the kernels
 alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work on the reference
 engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.reference; fewer
 updates) and the speed-up; the peak memory after the compiled run (``compiled_peak_mb``)
@@ -1155,7 +1156,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         if n == 2 and fight_updates > 0:
             extra.update(_fight_pass(game, fight_updates))
         extra.update(_join_leave(game))
-        python_ms = _python_pass(game, updates) if stage_pass and batch is not None else None
+        # (one thread: on more, the pose's other chunks run beside the step's Python, outside any kernel's timer)
+        python_ms = _python_pass(game, updates) if stage_pass and batch is not None and threads <= 1 else None
         # the second pass: the same number of updates on from there, every stage timed
         stages: dict[str, float] = {}
         stages_cpu: dict[str, float] = {}

@@ -437,3 +437,14 @@ def test_python_pass_takes_each_timers_own_cost_out(monkeypatch):
     assert bench._python_pass(game, 5) == round(1e-6 * 1000.0 / 5, 4)
     assert counted and all(counted[0].get(k) == 5 for k in ("step_stacks", "pose_stacks", "root_motion_step"))
     assert (eng._step_kernel, eng._pose_kernel, eng._flush_release, eng._flush_anim_ids) == before
+
+
+def test_python_outside_the_kernels_is_measured_on_one_thread_only():
+    """On two threads the pose's other chunks run beside the step's Python, outside any
+    kernel's timer: no figure is given there (the goal is one core's)."""
+    from scuffle.game.tools.bench import _run
+
+    *_, one = _run(6, 3, crowd="light")
+    *_, two = _run(6, 3, crowd="light", threads=2)
+    assert one["python_cpu_ms"] >= 0.0
+    assert "python_cpu_ms" not in two
