@@ -1053,9 +1053,11 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
     """Build the crowd, warm it up, settle the collector, then time ``updates`` whole
     updates with nothing of the bench's inside them (the per-update figures, the
     collector's, and every figure of the crowd's state: the checksum, the counts, the
-    stack shapes, the pool's leak), then (``stage_pass``) ``updates`` more with every
-    system, stage and kernel wrapped by a timer (their shares and ms: each timer costs
-    about a microsecond, which the first pass's figures do not carry); with ``layout``
+    stack shapes, the pool's leak), then (``stage_pass``) ``updates`` more with the
+    compiled calls alone timed (Python outside the kernels: ``_python_pass``, one thread)
+    and ``updates`` more with every system, stage and kernel wrapped by a timer (their
+    shares and ms: each timer costs about a microsecond, which the first pass's figures
+    do not carry); with ``layout``
     (compiled, one thread) last the kernels on the crowd's rows as they lie and
     renumbered into walk order (game.tools.layout.layout_pass: ``layout``). At 2 humans,
     ``fight_updates`` more whole updates after the first pass's figures (``_fight_pass``:
