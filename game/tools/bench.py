@@ -882,31 +882,21 @@ def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict |
 
 
 def _nothing() -> None:
-    """An empty call (``_timer_cost``)."""
+    """An empty call (``_timer_costs``)."""
 
 
-def _timer_cost(n: int = 4000, rounds: int = 3) -> tuple[float, float]:
-    """The wall and CPU seconds that ``_timed_call``'s own clock readings add to one call's
-    figure: an empty call timed ``n`` times, the least of ``rounds`` rounds."""
+def _timer_costs(n: int = 4000, rounds: int = 3) -> tuple[float, float, float]:
+    """What a timer (``_timed_call`` with its counts) costs: the wall and CPU seconds its
+    own clock readings add to one call's figure, and the CPU seconds it adds to the
+    update around the call (a timed empty call over a bare one); each the least of
+    ``rounds`` rounds of ``n`` calls."""
+    clock = time.process_time
     best = (float("inf"), float("inf"))
+    whole = float("inf")
     for _ in range(rounds):
         sink: dict = {}
         cpu: dict = {}
-        timed = _timed_call(_nothing, sink, "empty", cpu=cpu)
-        for _ in range(n):
-            timed()
-        best = min(best, (sink["empty"] / n, cpu["empty"] / n), key=lambda wc: wc[1])
-    return best
-
-
-def _timer_cost_whole(n: int = 4000, rounds: int = 3) -> float:
-    """The CPU seconds a kernel's timer (``_timed_call`` with its counts) adds to the
-    update around the call: a timed empty call over a bare one, the least of ``rounds``
-    rounds of ``n``."""
-    clock = time.process_time
-    timed = _timed_call(_nothing, {}, "empty", {}, {})
-    best = float("inf")
-    for _ in range(rounds):
+        timed = _timed_call(_nothing, sink, "empty", {}, cpu)
         c0 = clock()
         for _ in range(n):
             timed()
@@ -914,17 +904,24 @@ def _timer_cost_whole(n: int = 4000, rounds: int = 3) -> float:
         for _ in range(n):
             _nothing()
         c2 = clock()
-        best = min(best, ((c1 - c0) - (c2 - c1)) / n)
-    return max(0.0, best)
+        best = min(best, (sink["empty"] / n, cpu["empty"] / n), key=lambda wc: wc[1])
+        whole = min(whole, ((c1 - c0) - (c2 - c1)) / n)
+    return best[0], best[1], max(0.0, whole)
+
+
+def _timer_cost(n: int = 4000, rounds: int = 3) -> tuple[float, float]:
+    """The wall and CPU seconds that ``_timed_call``'s own clock readings add to one call's
+    figure (``_timer_costs``)."""
+    return _timer_costs(n, rounds)[:2]
 
 
 def _python_pass(game, updates: int) -> float:
     """Python outside the kernels (``python_cpu_ms``), from ``updates`` updates of a pass
     of its own with the compiled calls alone timed (``_patch_kernels``, as the stage pass
     times them; no system's timer): the pass's CPU less the kernels', a timer's own cost
-    taken out of each (``_timer_cost_whole`` a call from the pass, ``_timer_cost`` from
-    the kernels' figure). Both terms come from the same updates, so a machine whose speed
-    moves between passes moves them alike."""
+    taken out of each (``_timer_costs``: what it adds to the update, from the pass; what
+    its clock readings add to the call's figure, from the kernels'). Both terms come from
+    the same updates, so a machine whose speed moves between passes moves them alike."""
     kernels: dict[str, float] = {}
     calls: dict[str, int] = {}
     cpu: dict[str, float] = {}
@@ -938,8 +935,7 @@ def _python_pass(game, updates: int) -> float:
     finally:
         _unpatch(saved)
     n = sum(calls.values())
-    inside = _timer_cost()[1]
-    whole = _timer_cost_whole()
+    _, inside, whole = _timer_costs()
     python = (total - n * whole) - (sum(cpu.values()) - n * inside)
     return round(max(0.0, python) * 1000.0 / updates, 4)
 
